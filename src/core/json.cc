@@ -1,0 +1,35 @@
+#include "hipformers/core/json.h"
+
+#include "hipformers/core/error.h"
+#include "hipformers/core/file.h"
+
+namespace hipformers {
+namespace {
+
+template <typename J>
+J parse_as(std::string_view text, const std::string& what) {
+  try {
+    return J::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message starts with "[json.exception.parse_error.101] "; drop the tag.
+    std::string msg = e.what();
+    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    throw_invalid(what + ": invalid JSON: " + msg);
+  }
+}
+
+}  // namespace
+
+Json parse_json(std::string_view text, const std::string& what) { return parse_as<Json>(text, what); }
+
+OrderedJson parse_ordered_json(std::string_view text, const std::string& what) {
+  return parse_as<OrderedJson>(text, what);
+}
+
+Json read_json_file(const std::filesystem::path& path) { return parse_json(read_file(path), path.string()); }
+
+OrderedJson read_ordered_json_file(const std::filesystem::path& path) {
+  return parse_ordered_json(read_file(path), path.string());
+}
+
+}  // namespace hipformers
