@@ -10,8 +10,10 @@ template <typename J>
 J parse_as(std::string_view text, const std::string& what) {
   try {
     return J::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message starts with "[json.exception.parse_error.101] "; drop the tag.
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error for syntax, out_of_range for a number that overflows a
+    // double (found by fuzzing). The message starts with a tag like
+    // "[json.exception.parse_error.101] "; drop it.
     std::string msg = e.what();
     if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
     throw_invalid(what + ": invalid JSON: " + msg);

@@ -71,6 +71,9 @@ TEST(Json, CorruptJsonNamesFile) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     EXPECT_EQ(msg.find(path.string() + ": invalid JSON: "), 0u) << msg;
   }
+  // A number too large for a double is bad input too, not a crash (fuzzer finding).
+  EXPECT_THROW(parse_json("{\"a\": 7777E7777777777777777777}", "overflow"), Error);
+  EXPECT_THROW(parse_ordered_json("[1e999999]", "overflow"), Error);
   auto ordered = parse_ordered_json(R"({"z": 1, "a": 2})", "inline");
   EXPECT_EQ(ordered.begin().key(), "z");  // document order preserved
 }
