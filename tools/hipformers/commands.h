@@ -1,0 +1,13 @@
+// The `hipformers` CLI: one registration function per command family. Each
+// command prints its result on stdout and nothing else; errors surface as
+// hipformers::Error and become one line on stderr with exit code 2 (main.cc).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace hipformers::cli {
+
+void add_env_commands(CLI::App& app);        // env, devices
+void add_tokenizer_commands(CLI::App& app);  // tokenize, detokenize, chat-template
+
+}  // namespace hipformers::cli
