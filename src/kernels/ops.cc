@@ -1,0 +1,202 @@
+// Argument checks (shapes, dtypes, devices) and device dispatch for every op.
+// User-reachable mistakes surface here as hipformers::Error, so backends can
+// assume well-formed arguments.
+#include <string>
+
+#include "backend.h"
+#include "hipformers/core/error.h"
+
+namespace hipformers::kernels {
+namespace {
+
+// Every tensor an op touches must be F32 and on one device; returns that device.
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  std::optional<Device> device;
+  for (const Tensor* t : tensors) {
+    if (!t || !t->defined()) continue;
+    if (t->dtype() != DType::kF32)
+      throw_invalid(std::string(op) + ": expected F32 tensors, got " + dtype_name(t->dtype()));
+    if (device && !(t->device() == *device))
+      throw_invalid(std::string(op) + ": tensors on different devices (" + device->str() + " and " +
+                    t->device().str() + ")");
+    device = t->device();
+  }
+  return device.value_or(Device::cpu());
+}
+
+[[noreturn]] void no_gpu_kernel(const char* op, const Device& device) {
+  throw_error(ErrorKind::kUnsupported, std::string(op) + " has no kernel for " + device.str() + " yet");
+}
+
+int64_t rows_of(const Tensor& t) { return t.ndim() == 0 ? 1 : t.numel() / std::max<int64_t>(t.size(-1), 1); }
+
+void require(bool ok, const char* op, const std::string& what) {
+  if (!ok) throw_invalid(std::string(op) + ": " + what);
+}
+
+}  // namespace
+
+void embedding(const Tensor& weight, std::span<const int32_t> ids, Tensor& out) {
+  Device d = common_device("embedding", {&weight, &out});
+  require(weight.ndim() == 2 && out.numel() == static_cast<int64_t>(ids.size()) * weight.size(1), "embedding",
+          "weight " + weight.shape().str() + " and output " + out.shape().str() + " do not fit " +
+              std::to_string(ids.size()) + " ids");
+  for (std::size_t t = 0; t < ids.size(); ++t)
+    if (ids[t] < 0 || ids[t] >= weight.size(0))
+      throw_invalid("token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) +
+                    " is out of range for a vocabulary of " + std::to_string(weight.size(0)));
+  if (!d.is_cpu()) no_gpu_kernel("embedding", d);
+  cpu::embedding(weight, ids, out);
+}
+
+void embedding_backward(const Tensor& dout, std::span<const int32_t> ids, Tensor& dweight) {
+  Device d = common_device("embedding_backward", {&dout, &dweight});
+  require(dweight.ndim() == 2 && dout.numel() == static_cast<int64_t>(ids.size()) * dweight.size(1),
+          "embedding_backward", "shape mismatch");
+  for (int32_t id : ids) require(id >= 0 && id < dweight.size(0), "embedding_backward", "id out of range");
+  if (!d.is_cpu()) no_gpu_kernel("embedding_backward", d);
+  cpu::embedding_backward(dout, ids, dweight);
+}
+
+static void check_norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor& out) {
+  require(x.ndim() >= 1 && weight.ndim() == 1 && x.size(-1) == weight.size(0) && out.numel() == x.numel(), op,
+          "input " + x.shape().str() + ", weight " + weight.shape().str() + ", output " + out.shape().str() +
+              " do not match");
+}
+
+void rms_norm(const Tensor& x, const Tensor& weight, double eps, DType dtype, Tensor& out, Tensor* rstd) {
+  Device d = common_device("rms_norm", {&x, &weight, &out, rstd});
+  check_norm("rms_norm", x, weight, out);
+  if (rstd) require(rstd->numel() == rows_of(x), "rms_norm", "rstd must hold one value per row");
+  if (!d.is_cpu()) no_gpu_kernel("rms_norm", d);
+  Tensor input = x;
+  cpu::rms_norm(nullptr, input, weight, eps, dtype, out, rstd);
+}
+
+void add_rms_norm(const Tensor& x, Tensor& residual, const Tensor& weight, double eps, DType dtype, Tensor& out,
+                  Tensor* rstd) {
+  Device d = common_device("add_rms_norm", {&x, &residual, &weight, &out, rstd});
+  check_norm("add_rms_norm", residual, weight, out);
+  require(x.numel() == residual.numel(), "add_rms_norm", "input and residual differ in size");
+  if (rstd) require(rstd->numel() == rows_of(x), "add_rms_norm", "rstd must hold one value per row");
+  if (!d.is_cpu()) no_gpu_kernel("add_rms_norm", d);
+  cpu::rms_norm(&x, residual, weight, eps, dtype, out, rstd);
+}
+
+void rms_norm_backward(const Tensor& dout, const Tensor& x, const Tensor& weight, const Tensor& rstd, Tensor& dx,
+                       Tensor& dweight) {
+  Device d = common_device("rms_norm_backward", {&dout, &x, &weight, &rstd, &dx, &dweight});
+  check_norm("rms_norm_backward", x, weight, dout);
+  require(dx.numel() == x.numel() && dweight.numel() == weight.numel() && rstd.numel() == rows_of(x),
+          "rms_norm_backward", "shape mismatch");
+  if (!d.is_cpu()) no_gpu_kernel("rms_norm_backward", d);
+  cpu::rms_norm_backward(dout, x, weight, rstd, dx, dweight);
+}
+
+static void check_rope(const Tensor& x, int64_t heads, std::span<const int64_t> positions,
+                       const RopeFrequencies& freqs) {
+  int64_t half = static_cast<int64_t>(freqs.inv_freq.size());
+  require(heads > 0 && half > 0 && x.numel() == static_cast<int64_t>(positions.size()) * heads * 2 * half, "rope",
+          "tensor " + x.shape().str() + " is not [" + std::to_string(positions.size()) + ", " +
+              std::to_string(heads) + ", " + std::to_string(2 * half) + "]");
+}
+
+void apply_rope(Tensor& x, int64_t heads, std::span<const int64_t> positions, const RopeFrequencies& freqs,
+                DType dtype) {
+  Device d = common_device("rope", {&x});
+  check_rope(x, heads, positions, freqs);
+  if (!d.is_cpu()) no_gpu_kernel("rope", d);
+  cpu::apply_rope(x, heads, positions, freqs, dtype, false);
+}
+
+void apply_rope_backward(Tensor& dy, int64_t heads, std::span<const int64_t> positions,
+                         const RopeFrequencies& freqs) {
+  Device d = common_device("rope_backward", {&dy});
+  check_rope(dy, heads, positions, freqs);
+  if (!d.is_cpu()) no_gpu_kernel("rope_backward", d);
+  cpu::apply_rope(dy, heads, positions, freqs, DType::kF32, true);
+}
+
+static void check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& y) {
+  require(weight.ndim() == 2 && x.ndim() >= 1 && x.size(-1) == weight.size(1) &&
+              y.numel() == rows_of(x) * weight.size(0) && (!bias.defined() || bias.numel() == weight.size(0)),
+          op,
+          "input " + x.shape().str() + ", weight " + weight.shape().str() + ", bias " +
+              (bias.defined() ? bias.shape().str() : std::string("none")) + ", output " + y.shape().str() +
+              " do not match");
+}
+
+void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y) {
+  Device d = common_device("linear", {&x, &weight, &bias, &y});
+  check_linear("linear", x, weight, bias, y);
+  if (!d.is_cpu()) no_gpu_kernel("linear", d);
+  cpu::linear(x, weight, bias, dtype, y);
+}
+
+void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, Tensor& dx, Tensor& dweight,
+                     Tensor& dbias) {
+  Device d = common_device("linear_backward", {&dy, &x, &weight, &dx, &dweight, &dbias});
+  check_linear("linear_backward", x, weight, dbias, dy);
+  require(dx.numel() == x.numel() && dweight.numel() == weight.numel(), "linear_backward", "shape mismatch");
+  if (!d.is_cpu()) no_gpu_kernel("linear_backward", d);
+  cpu::linear_backward(dy, x, weight, dx, dweight, dbias);
+}
+
+void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out) {
+  Device d = common_device("silu_and_mul", {&gate, &up, &out});
+  require(gate.numel() == up.numel() && out.numel() == gate.numel(), "silu_and_mul",
+          "gate " + gate.shape().str() + ", up " + up.shape().str() + ", out " + out.shape().str() + " differ");
+  if (!d.is_cpu()) no_gpu_kernel("silu_and_mul", d);
+  cpu::silu_and_mul(gate, up, dtype, out);
+}
+
+void silu_and_mul_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate, Tensor& dup) {
+  Device d = common_device("silu_and_mul_backward", {&dout, &gate, &up, &dgate, &dup});
+  require(gate.numel() == up.numel() && dout.numel() == gate.numel() && dgate.numel() == gate.numel() &&
+              dup.numel() == gate.numel(),
+          "silu_and_mul_backward", "shape mismatch");
+  if (!d.is_cpu()) no_gpu_kernel("silu_and_mul_backward", d);
+  cpu::silu_and_mul_backward(dout, gate, up, dgate, dup);
+}
+
+void kv_cache_append(KVCacheView& cache, const Tensor& k, const Tensor& v) {
+  Device d = common_device("kv_cache_append", {&cache.k, &cache.v, &k, &v});
+  require(cache.k.ndim() == 3 && cache.v.shape() == cache.k.shape(), "kv_cache_append",
+          "cache tensors must be [kv_heads, capacity, head_dim]");
+  int64_t kv_width = cache.k.size(0) * cache.k.size(2);
+  require(k.ndim() >= 1 && k.size(-1) == kv_width && v.shape() == k.shape(), "kv_cache_append",
+          "keys " + k.shape().str() + " / values " + v.shape().str() + " do not fit a cache of " +
+              cache.k.shape().str());
+  int64_t tokens = rows_of(k);
+  if (cache.length + tokens > cache.k.size(1))
+    throw_invalid("KV cache full: " + std::to_string(cache.length) + " + " + std::to_string(tokens) +
+                  " positions exceed its capacity of " + std::to_string(cache.k.size(1)));
+  if (!d.is_cpu()) no_gpu_kernel("kv_cache_append", d);
+  cpu::kv_cache_append(cache, k, v);
+}
+
+void attention(const Tensor& q, std::span<const int64_t> positions, const KVCacheView& cache,
+               const AttentionSpec& spec, Tensor& out, Tensor* probs) {
+  Device d = common_device("attention", {&q, &cache.k, &cache.v, &out, probs});
+  require(spec.heads > 0 && spec.kv_heads > 0 && spec.head_dim > 0 && spec.heads % spec.kv_heads == 0, "attention",
+          "heads (" + std::to_string(spec.heads) + ") must be a positive multiple of kv_heads (" +
+              std::to_string(spec.kv_heads) + ")");
+  int64_t T = static_cast<int64_t>(positions.size());
+  require(q.numel() == T * spec.heads * spec.head_dim && out.numel() == q.numel(), "attention",
+          "queries " + q.shape().str() + " / output " + out.shape().str() + " are not [" + std::to_string(T) +
+              ", " + std::to_string(spec.heads * spec.head_dim) + "]");
+  require(cache.k.ndim() == 3 && cache.k.size(0) == spec.kv_heads && cache.k.size(2) == spec.head_dim &&
+              cache.v.shape() == cache.k.shape() && cache.length <= cache.k.size(1),
+          "attention", "cache " + cache.k.shape().str() + " does not match the heads");
+  for (int64_t p : positions)
+    require(p >= 0 && p < cache.length, "attention",
+            "query position " + std::to_string(p) + " has no cached key (cache length " +
+                std::to_string(cache.length) + ")");
+  if (spec.sliding_window) require(*spec.sliding_window > 0, "attention", "sliding window must be positive");
+  if (probs) require(probs->numel() == spec.heads * T * cache.length, "attention", "probs must be [heads, T, S]");
+  if (!d.is_cpu()) no_gpu_kernel("attention", d);
+  cpu::attention(q, positions, cache, spec, out, probs);
+}
+
+}  // namespace hipformers::kernels
