@@ -1,0 +1,95 @@
+// Decoder-only causal language models (Qwen3, Qwen2, Llama, Mistral) built
+// from a ModelConfig and a checkpoint with Hugging Face tensor names:
+//
+//   embed -> N x [ h += attn(rms_norm(h)); h += mlp(rms_norm(h)) ] -> rms_norm -> lm_head
+//   attn: q/k/v proj (+bias for Qwen2) -> per-head q_norm/k_norm (Qwen3) -> RoPE
+//         -> causal GQA attention over the KV cache (sliding window for Mistral) -> o_proj
+//   mlp:  down_proj(silu(gate_proj(x)) * up_proj(x))
+//
+// Activations run in fp32; with dtype bfloat16/float16 every op boundary is
+// rounded to that dtype, reproducing what torch computes on the CPU in it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "hipformers/core/tensor.h"
+#include "hipformers/io/checkpoint.h"
+#include "hipformers/io/config.h"
+#include "hipformers/kernels/attention.h"
+#include "hipformers/runtime/device.h"
+
+namespace hipformers {
+
+enum class AttnImplementation { kSdpa, kEager };
+// "sdpa" or "eager"; Error(kInvalidInput) listing both otherwise.
+AttnImplementation parse_attn_implementation(std::string_view name);
+
+struct ModelLoadOptions {
+  std::optional<DType> dtype;  // nullopt = "auto": the config's dtype, float32 if it names none
+  Device device = Device::cpu();
+  AttnImplementation attn_implementation = AttnImplementation::kSdpa;
+};
+
+// One sequence's keys and values for every layer.
+class KVCache {
+ public:
+  KVCache() = default;
+  KVCache(const ModelConfig& config, int64_t capacity);
+  int64_t length() const { return layers.empty() ? 0 : layers[0].length; }
+  int64_t capacity() const { return capacity_; }
+  std::vector<kernels::KVCacheView> layers;
+
+ private:
+  int64_t capacity_ = 0;
+};
+
+// What a forward pass keeps for a backward pass (training) or inspection.
+// Inference passes nullptr and nothing is kept.
+struct ForwardContext {
+  bool keep_activations = false;   // fill `layers` with each op's inputs
+  bool output_attentions = false;  // eager attention only: probabilities per layer [heads, T, S]
+  struct Layer {
+    Tensor input, attn_norm_out, attn_rstd, q, k, v, attn_out, mlp_norm_out, mlp_rstd, gate, up, act;
+  };
+  std::vector<Layer> layers;
+  std::vector<Tensor> attentions;
+  Tensor final_norm_input, final_rstd, final_hidden;
+};
+
+class CausalLM {
+ public:
+  // Reads config.json and the safetensors weights of `dir`.
+  static CausalLM from_pretrained(const std::filesystem::path& dir, const ModelLoadOptions& options = {});
+  // Missing tensor -> Error(kNotFound), wrong shape -> Error(kInvalidInput),
+  // both naming the tensor with the expected and actual shape.
+  static CausalLM from_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint,
+                                  const ModelLoadOptions& options = {});
+
+  const ModelConfig& config() const;
+  DType dtype() const;
+  Device device() const;
+  AttnImplementation attn_implementation() const;
+
+  KVCache new_cache(int64_t capacity) const;
+
+  // Runs `ids` at positions [cache.length(), cache.length() + ids.size()),
+  // appending their keys/values to `cache`. Returns F32 logits
+  // [ids.size(), vocab] when `all_logits`, else [1, vocab] for the last token.
+  // Error for an empty input, an id >= vocab, or positions beyond
+  // max_position_embeddings or the cache capacity.
+  Tensor forward(std::span<const int32_t> ids, KVCache& cache, bool all_logits,
+                 ForwardContext* context = nullptr) const;
+
+  struct Impl;
+
+ private:
+  explicit CausalLM(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace hipformers
