@@ -1,0 +1,87 @@
+#include <string>
+
+#include "hipformers/core/error.h"
+#include "hipformers/hipformers.h"
+#include "hipformers/tokenizer/chat_template.h"
+
+namespace hipformers {
+
+std::vector<int32_t> PreTrainedModel::generate(const std::vector<int32_t>& input_ids,
+                                               const GenerationOptions& options) const {
+  return generate(std::vector<std::vector<int32_t>>{input_ids}, options).front();
+}
+
+std::vector<std::vector<int32_t>> PreTrainedModel::generate(const std::vector<std::vector<int32_t>>& batch,
+                                                            const GenerationOptions& options,
+                                                            const Tokenizer* tokenizer) const {
+  std::vector<std::vector<int32_t>> out;
+  for (GeneratedSequence& s : hipformers::generate(model_, generation_config_, batch, options, tokenizer)) {
+    std::vector<int32_t> full = std::move(s.prompt);
+    full.insert(full.end(), s.generated.begin(), s.generated.end());
+    out.push_back(std::move(full));
+  }
+  return out;
+}
+
+Tensor PreTrainedModel::logits(std::span<const int32_t> ids) const {
+  KVCache cache = model_.new_cache(static_cast<int64_t>(ids.size()));
+  return model_.forward(ids, cache, true);
+}
+
+PreTrainedModel AutoModelForCausalLM::from_pretrained(const std::filesystem::path& dir,
+                                                      const PretrainedOptions& options) {
+  ModelLoadOptions load;
+  if (options.dtype != "auto") {
+    auto dtype = parse_torch_dtype(options.dtype);
+    if (!dtype) throw_invalid("unknown dtype '" + options.dtype + "': use auto, float32, bfloat16 or float16");
+    load.dtype = dtype;
+  }
+  load.device = resolve_device(options.device_map);
+  load.attn_implementation = parse_attn_implementation(options.attn_implementation);
+  ModelConfig config = load_model_config(dir);
+  CausalLM model = CausalLM::from_checkpoint(config, Checkpoint::open(dir), load);
+  return PreTrainedModel(std::move(model), load_generation_config(dir, config));
+}
+
+std::string apply_chat_template(const Tokenizer& tokenizer, const OrderedJson& messages, bool add_generation_prompt,
+                                const OrderedJson& extra) {
+  const TokenizerConfig& config = tokenizer.config();
+  if (!config.chat_template) throw_invalid("the tokenizer has no chat_template");
+  OrderedJson special = OrderedJson::object();
+  auto put = [&](const char* key, const std::optional<std::string>& value) {
+    if (value) special[key] = *value;
+  };
+  put("bos_token", config.bos_token);
+  put("eos_token", config.eos_token);
+  put("unk_token", config.unk_token);
+  put("pad_token", config.pad_token);
+  if (!config.additional_special_tokens.empty()) special["additional_special_tokens"] = config.additional_special_tokens;
+  ChatTemplateOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  options.extra = extra.is_object() ? extra : OrderedJson::object();
+  return ChatTemplate::compile(*config.chat_template, "chat template").render(messages, options, special);
+}
+
+std::string TextGenerationPipeline::operator()(const std::string& text, const GenerationOptions& options) const {
+  std::vector<int32_t> ids = tokenizer_.encode(text);
+  auto out = model_.generate({ids}, options, &tokenizer_).front();
+  std::vector<int32_t> generated(out.begin() + static_cast<std::ptrdiff_t>(ids.size()), out.end());
+  return text + tokenizer_.decode(generated, true);
+}
+
+std::string TextGenerationPipeline::chat(const OrderedJson& messages, const GenerationOptions& options) const {
+  // The rendered template already holds BOS etc.; do not add them again.
+  std::vector<int32_t> ids = tokenizer_.encode(apply_chat_template(tokenizer_, messages), false);
+  auto out = model_.generate({ids}, options, &tokenizer_).front();
+  std::vector<int32_t> generated(out.begin() + static_cast<std::ptrdiff_t>(ids.size()), out.end());
+  return tokenizer_.decode(generated, true);
+}
+
+TextGenerationPipeline pipeline(std::string_view task, const std::filesystem::path& model,
+                                const PretrainedOptions& options) {
+  if (task != "text-generation")
+    throw_error(ErrorKind::kUnsupported, "pipeline task '" + std::string(task) + "' is not supported (text-generation is)");
+  return TextGenerationPipeline(AutoTokenizer::from_pretrained(model), AutoModelForCausalLM::from_pretrained(model, options));
+}
+
+}  // namespace hipformers
