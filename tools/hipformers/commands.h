@@ -9,5 +9,6 @@ namespace hipformers::cli {
 
 void add_env_commands(CLI::App& app);        // env, devices
 void add_tokenizer_commands(CLI::App& app);  // tokenize, detokenize, chat-template
+void add_generate_commands(CLI::App& app);   // generate, logits
 
 }  // namespace hipformers::cli
