@@ -47,19 +47,11 @@ std::string apply_chat_template(const Tokenizer& tokenizer, const OrderedJson& m
                                 const OrderedJson& extra) {
   const TokenizerConfig& config = tokenizer.config();
   if (!config.chat_template) throw_invalid("the tokenizer has no chat_template");
-  OrderedJson special = OrderedJson::object();
-  auto put = [&](const char* key, const std::optional<std::string>& value) {
-    if (value) special[key] = *value;
-  };
-  put("bos_token", config.bos_token);
-  put("eos_token", config.eos_token);
-  put("unk_token", config.unk_token);
-  put("pad_token", config.pad_token);
-  if (!config.additional_special_tokens.empty()) special["additional_special_tokens"] = config.additional_special_tokens;
   ChatTemplateOptions options;
   options.add_generation_prompt = add_generation_prompt;
   options.extra = extra.is_object() ? extra : OrderedJson::object();
-  return ChatTemplate::compile(*config.chat_template, "chat template").render(messages, options, special);
+  return ChatTemplate::compile(*config.chat_template, "chat template")
+      .render(messages, options, config.chat_template_special_tokens());
 }
 
 std::string TextGenerationPipeline::operator()(const std::string& text, const GenerationOptions& options) const {

@@ -40,6 +40,19 @@ std::optional<std::string> special_token_value(const OrderedJson& v, const std::
 
 }  // namespace
 
+nlohmann::ordered_json TokenizerConfig::chat_template_special_tokens() const {
+  nlohmann::ordered_json special = nlohmann::ordered_json::object();
+  auto put = [&](const char* key, const std::optional<std::string>& value) {
+    if (value) special[key] = *value;
+  };
+  put("bos_token", bos_token);
+  put("eos_token", eos_token);
+  put("unk_token", unk_token);
+  put("pad_token", pad_token);
+  if (!additional_special_tokens.empty()) special["additional_special_tokens"] = additional_special_tokens;
+  return special;
+}
+
 TokenizerConfig TokenizerConfig::parse(std::string_view json_text, const std::string& source) {
   TokenizerConfig c;
   c.raw = parse_ordered_json(json_text, source);

@@ -99,17 +99,8 @@ void run_chat_template(const std::string& model, const std::string& messages_fil
   const TokenizerConfig& config = tokenizer.config();
   if (!config.chat_template)
     throw_invalid(model + ": tokenizer_config.json has no chat_template");
-  OrderedJson special = OrderedJson::object();
-  auto put = [&](const char* key, const std::optional<std::string>& value) {
-    if (value) special[key] = *value;
-  };
-  put("bos_token", config.bos_token);
-  put("eos_token", config.eos_token);
-  put("unk_token", config.unk_token);
-  put("pad_token", config.pad_token);
-  if (!config.additional_special_tokens.empty()) special["additional_special_tokens"] = config.additional_special_tokens;
   ChatTemplate chat = ChatTemplate::compile(*config.chat_template, model + " chat template");
-  std::cout << chat.render(messages, options, special);
+  std::cout << chat.render(messages, options, config.chat_template_special_tokens());
 }
 
 }  // namespace

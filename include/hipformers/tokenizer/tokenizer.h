@@ -50,6 +50,10 @@ struct TokenizerConfig {
 
   // Parses tokenizer_config.json text; `source_name` names it in errors.
   static TokenizerConfig parse(std::string_view json_text, const std::string& source_name);
+
+  // The special tokens a chat template sees, as Transformers passes its
+  // special_tokens_map: only those that are set ({"bos_token": "...", ...}).
+  nlohmann::ordered_json chat_template_special_tokens() const;
 };
 
 class Tokenizer {
