@@ -6,21 +6,48 @@
 #include "backend.h"
 #include "hipformers/core/error.h"
 
+// Runs the GPU kernel on a GPU build; a CPU-only build never has GPU tensors
+// (no allocator), but says so plainly if one appears.
+#if defined(HIPFORMERS_WITH_CUDA) || defined(HIPFORMERS_WITH_HIP)
+#define HF_GPU_KERNELS 1
+#define HF_ON_GPU(op, device, call) (call)
+#else
+#define HF_ON_GPU(op, device, call) no_gpu_kernel(op, device)
+#endif
+
 namespace hipformers::kernels {
 namespace {
 
-// Every tensor an op touches must be F32 and on one device; returns that device.
-Device common_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+bool is_gpu_storage(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
+
+// Every tensor an op touches must be on one device; returns that device. On
+// the CPU every tensor is F32 (bf16/f16 are emulated through `dtype`). On a
+// GPU the data tensors share one storage dtype (F32, BF16 or F16), and the
+// `f32_only` ones (rstd, probs) are F32.
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors,
+                     std::initializer_list<const Tensor*> f32_only = {}) {
   std::optional<Device> device;
-  for (const Tensor* t : tensors) {
-    if (!t || !t->defined()) continue;
-    if (t->dtype() != DType::kF32)
-      throw_invalid(std::string(op) + ": expected F32 tensors, got " + dtype_name(t->dtype()));
+  std::optional<DType> storage;
+  auto visit = [&](const Tensor* t, bool data) {
+    if (!t || !t->defined()) return;
     if (device && !(t->device() == *device))
       throw_invalid(std::string(op) + ": tensors on different devices (" + device->str() + " and " +
                     t->device().str() + ")");
     device = t->device();
-  }
+    if (!data || device->is_cpu()) {
+      if (t->dtype() != DType::kF32)
+        throw_invalid(std::string(op) + ": expected F32 tensors, got " + dtype_name(t->dtype()));
+      return;
+    }
+    if (!is_gpu_storage(t->dtype()))
+      throw_invalid(std::string(op) + ": expected F32, BF16 or F16 tensors, got " + dtype_name(t->dtype()));
+    if (storage && *storage != t->dtype())
+      throw_invalid(std::string(op) + ": tensors of different dtypes (" + dtype_name(*storage) + " and " +
+                    dtype_name(t->dtype()) + ")");
+    storage = t->dtype();
+  };
+  for (const Tensor* t : tensors) visit(t, true);
+  for (const Tensor* t : f32_only) visit(t, false);
   return device.value_or(Device::cpu());
 }
 
@@ -45,7 +72,7 @@ void embedding(const Tensor& weight, std::span<const int32_t> ids, Tensor& out) 
     if (ids[t] < 0 || ids[t] >= weight.size(0))
       throw_invalid("token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) +
                     " is out of range for a vocabulary of " + std::to_string(weight.size(0)));
-  if (!d.is_cpu()) no_gpu_kernel("embedding", d);
+  if (!d.is_cpu()) return HF_ON_GPU("embedding", d, gpu::embedding(weight, ids, out));
   cpu::embedding(weight, ids, out);
 }
 
@@ -65,21 +92,22 @@ static void check_norm(const char* op, const Tensor& x, const Tensor& weight, co
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, double eps, DType dtype, Tensor& out, Tensor* rstd) {
-  Device d = common_device("rms_norm", {&x, &weight, &out, rstd});
+  Device d = common_device("rms_norm", {&x, &weight, &out}, {rstd});
   check_norm("rms_norm", x, weight, out);
   if (rstd) require(rstd->numel() == rows_of(x), "rms_norm", "rstd must hold one value per row");
-  if (!d.is_cpu()) no_gpu_kernel("rms_norm", d);
   Tensor input = x;
+  if (!d.is_cpu()) return HF_ON_GPU("rms_norm", d, gpu::rms_norm(nullptr, input, weight, eps, dtype, out, rstd));
   cpu::rms_norm(nullptr, input, weight, eps, dtype, out, rstd);
 }
 
 void add_rms_norm(const Tensor& x, Tensor& residual, const Tensor& weight, double eps, DType dtype, Tensor& out,
                   Tensor* rstd) {
-  Device d = common_device("add_rms_norm", {&x, &residual, &weight, &out, rstd});
+  Device d = common_device("add_rms_norm", {&x, &residual, &weight, &out}, {rstd});
   check_norm("add_rms_norm", residual, weight, out);
   require(x.numel() == residual.numel(), "add_rms_norm", "input and residual differ in size");
   if (rstd) require(rstd->numel() == rows_of(x), "add_rms_norm", "rstd must hold one value per row");
-  if (!d.is_cpu()) no_gpu_kernel("add_rms_norm", d);
+  if (!d.is_cpu())
+    return HF_ON_GPU("add_rms_norm", d, gpu::rms_norm(&x, residual, weight, eps, dtype, out, rstd));
   cpu::rms_norm(&x, residual, weight, eps, dtype, out, rstd);
 }
 
@@ -105,7 +133,8 @@ void apply_rope(Tensor& x, int64_t heads, std::span<const int64_t> positions, co
                 DType dtype) {
   Device d = common_device("rope", {&x});
   check_rope(x, heads, positions, freqs);
-  if (!d.is_cpu()) no_gpu_kernel("rope", d);
+  if (!d.is_cpu())
+    return HF_ON_GPU("rope", d, gpu::apply_rope(x, heads, positions, freqs, dtype, false));
   cpu::apply_rope(x, heads, positions, freqs, dtype, false);
 }
 
@@ -130,7 +159,7 @@ static void check_linear(const char* op, const Tensor& x, const Tensor& weight, 
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y) {
   Device d = common_device("linear", {&x, &weight, &bias, &y});
   check_linear("linear", x, weight, bias, y);
-  if (!d.is_cpu()) no_gpu_kernel("linear", d);
+  if (!d.is_cpu()) return HF_ON_GPU("linear", d, gpu::linear(x, weight, bias, dtype, y));
   cpu::linear(x, weight, bias, dtype, y);
 }
 
@@ -147,7 +176,7 @@ void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out
   Device d = common_device("silu_and_mul", {&gate, &up, &out});
   require(gate.numel() == up.numel() && out.numel() == gate.numel(), "silu_and_mul",
           "gate " + gate.shape().str() + ", up " + up.shape().str() + ", out " + out.shape().str() + " differ");
-  if (!d.is_cpu()) no_gpu_kernel("silu_and_mul", d);
+  if (!d.is_cpu()) return HF_ON_GPU("silu_and_mul", d, gpu::silu_and_mul(gate, up, dtype, out));
   cpu::silu_and_mul(gate, up, dtype, out);
 }
 
@@ -172,13 +201,13 @@ void kv_cache_append(KVCacheView& cache, const Tensor& k, const Tensor& v) {
   if (cache.length + tokens > cache.k.size(1))
     throw_invalid("KV cache full: " + std::to_string(cache.length) + " + " + std::to_string(tokens) +
                   " positions exceed its capacity of " + std::to_string(cache.k.size(1)));
-  if (!d.is_cpu()) no_gpu_kernel("kv_cache_append", d);
+  if (!d.is_cpu()) return HF_ON_GPU("kv_cache_append", d, gpu::kv_cache_append(cache, k, v));
   cpu::kv_cache_append(cache, k, v);
 }
 
 void attention(const Tensor& q, std::span<const int64_t> positions, const KVCacheView& cache,
                const AttentionSpec& spec, Tensor& out, Tensor* probs) {
-  Device d = common_device("attention", {&q, &cache.k, &cache.v, &out, probs});
+  Device d = common_device("attention", {&q, &cache.k, &cache.v, &out}, {probs});
   require(spec.heads > 0 && spec.kv_heads > 0 && spec.head_dim > 0 && spec.heads % spec.kv_heads == 0, "attention",
           "heads (" + std::to_string(spec.heads) + ") must be a positive multiple of kv_heads (" +
               std::to_string(spec.kv_heads) + ")");
@@ -195,7 +224,14 @@ void attention(const Tensor& q, std::span<const int64_t> positions, const KVCach
                 std::to_string(cache.length) + ")");
   if (spec.sliding_window) require(*spec.sliding_window > 0, "attention", "sliding window must be positive");
   if (probs) require(probs->numel() == spec.heads * T * cache.length, "attention", "probs must be [heads, T, S]");
-  if (!d.is_cpu()) no_gpu_kernel("attention", d);
+  if (!d.is_cpu()) {
+#if defined(HF_GPU_KERNELS)
+    require(spec.head_dim <= gpu::kMaxAttentionHeadDim, "attention",
+            "head_dim " + std::to_string(spec.head_dim) + " exceeds the GPU kernel's limit of " +
+                std::to_string(gpu::kMaxAttentionHeadDim));
+#endif
+    return HF_ON_GPU("attention", d, gpu::attention(q, positions, cache, spec, out, probs));
+  }
   cpu::attention(q, positions, cache, spec, out, probs);
 }
 

@@ -11,6 +11,7 @@
 #include "hipformers/kernels/linear.h"
 #include "hipformers/kernels/rms_norm.h"
 #include "hipformers/kernels/rotary.h"
+#include "hipformers/runtime/allocator.h"
 
 namespace hipformers {
 
@@ -20,12 +21,13 @@ AttnImplementation parse_attn_implementation(std::string_view name) {
   throw_invalid("unknown attention implementation '" + std::string(name) + "': use sdpa or eager");
 }
 
-KVCache::KVCache(const ModelConfig& config, int64_t capacity) : capacity_(capacity) {
+KVCache::KVCache(const ModelConfig& config, int64_t capacity, const Device& device, DType dtype)
+    : capacity_(capacity) {
   if (capacity <= 0) throw_invalid("KV cache capacity must be positive, got " + std::to_string(capacity));
   layers.reserve(static_cast<std::size_t>(config.num_hidden_layers));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     Shape shape{config.num_key_value_heads, capacity, config.head_dim};
-    layers.push_back({Tensor::empty(shape, DType::kF32), Tensor::empty(shape, DType::kF32), 0});
+    layers.push_back({empty_tensor(shape, dtype, device), empty_tensor(shape, dtype, device), 0});
   }
 }
 
@@ -41,11 +43,13 @@ struct DecoderLayer {
   std::optional<int64_t> sliding_window;
 };
 
-// Reads weights out of a checkpoint as F32 tensors holding `dtype`'s values.
+// Reads weights out of a checkpoint. CPU: F32 tensors holding `dtype`'s
+// values. GPU: tensors stored in `dtype` on the device, uploaded straight
+// from the mapping when the checkpoint already has that dtype.
 class WeightLoader {
  public:
-  WeightLoader(const Checkpoint& checkpoint, DType dtype)
-      : checkpoint_(std::make_shared<Checkpoint>(checkpoint)), dtype_(dtype) {}
+  WeightLoader(const Checkpoint& checkpoint, DType dtype, Device device)
+      : checkpoint_(std::make_shared<Checkpoint>(checkpoint)), dtype_(dtype), device_(device) {}
 
   Tensor load(const std::string& name, const Shape& expected) const {
     const TensorView* view = checkpoint_->find(name);
@@ -72,6 +76,14 @@ class WeightLoader {
         view.dtype != DType::kF64)
       throw_error(ErrorKind::kUnsupported, checkpoint_->path().string() + ": tensor '" + view.name + "' is " +
                                                dtype_name(view.dtype) + "; only float weights are supported");
+    if (device_.is_gpu()) {
+      if (view.dtype == dtype_)
+        return Tensor(Buffer::borrow(view.data, view.nbytes, Device::cpu(), checkpoint_), expected, dtype_)
+            .to(device_);
+      Tensor wide = Tensor::empty(expected, DType::kF32);
+      convert_to_float(view.data, view.dtype, static_cast<std::size_t>(wide.numel()), wide.mutable_data<float>());
+      return (dtype_ == DType::kF32 ? wide : wide.to(dtype_)).to(device_);
+    }
     // F32 weights for an F32 model are used in place from the mapping.
     if (view.dtype == DType::kF32 && dtype_ == DType::kF32 &&
         reinterpret_cast<std::uintptr_t>(view.data) % alignof(float) == 0)
@@ -87,6 +99,7 @@ class WeightLoader {
 
   std::shared_ptr<const Checkpoint> checkpoint_;
   DType dtype_;
+  Device device_;
 };
 
 kernels::RopeSpec rope_spec(const ModelConfig& c) {
@@ -161,9 +174,9 @@ CausalLM CausalLM::from_checkpoint(const ModelConfig& c, const Checkpoint& check
   if (impl->dtype != DType::kF32 && impl->dtype != DType::kBF16 && impl->dtype != DType::kF16)
     throw_error(ErrorKind::kUnsupported, std::string("dtype ") + dtype_torch_name(impl->dtype) + " cannot run on " +
                                              options.device.str() + ": use float32, bfloat16 or float16");
-  if (!options.device.is_cpu())
+  if (options.device.is_gpu() && !built_with_gpu())
     throw_error(ErrorKind::kUnsupported, "models cannot run on " + options.device.str() +
-                                             " yet: only the CPU kernels exist (use --device cpu)");
+                                             ": this build has no GPU backend (use --device cpu)");
   if (c.hidden_act != "silu")
     throw_error(ErrorKind::kUnsupported, "hidden_act '" + c.hidden_act + "' is not supported (only silu)");
   if (c.num_attention_heads % c.num_key_value_heads != 0)
@@ -176,7 +189,7 @@ CausalLM CausalLM::from_checkpoint(const ModelConfig& c, const Checkpoint& check
   impl->rope_freqs = kernels::rope_frequencies(impl->rope, 0);
   impl->rope_cached_len = c.max_position_embeddings;
 
-  WeightLoader w(checkpoint, impl->dtype);
+  WeightLoader w(checkpoint, impl->dtype, impl->device);
   const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
   const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
   impl->embed_tokens = w.load("model.embed_tokens.weight", {c.vocab_size, H});
@@ -229,7 +242,8 @@ AttnImplementation CausalLM::attn_implementation() const { return impl_->attn; }
 KVCache CausalLM::new_cache(int64_t capacity) const {
   if (capacity > impl_->config.max_position_embeddings)
     capacity = impl_->config.max_position_embeddings;  // no position beyond it is ever computed
-  return KVCache(impl_->config, capacity);
+  const bool gpu = impl_->device.is_gpu();
+  return KVCache(impl_->config, capacity, impl_->device, gpu ? impl_->dtype : DType::kF32);
 }
 
 Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_logits,
@@ -267,12 +281,20 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
   spec.dtype = dt;
   spec.eager = m.attn == AttnImplementation::kEager;
 
+  const bool gpu = m.device.is_gpu();
+  // GPU activations are stored in the model dtype; the CPU keeps F32 and emulates it.
+  const DType storage = gpu ? dt : DType::kF32;
+  if (gpu && cache.layers[0].k.device() != m.device)
+    throw_invalid("forward: the KV cache is on " + cache.layers[0].k.device().str() + ", the model on " +
+                  m.device.str());
+  if (gpu && ctx && ctx->keep_activations)
+    throw_error(ErrorKind::kUnsupported, "keeping activations (training) is CPU-only for now");
   const bool keep = ctx && ctx->keep_activations;
   if (ctx) {
     ctx->layers.clear();
     ctx->attentions.clear();
   }
-  auto empty = [](int64_t rows, int64_t cols) { return Tensor::empty(Shape{rows, cols}, DType::kF32); };
+  auto empty = [&](int64_t rows, int64_t cols) { return empty_tensor(Shape{rows, cols}, storage, m.device); };
 
   Tensor hidden = empty(T, Hd);  // the residual stream
   kernels::embedding(m.embed_tokens, ids, hidden);
@@ -314,9 +336,9 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
     Tensor attn = empty(T, nh * D);
     Tensor probs;
     const bool want_probs = ctx && ctx->output_attentions && spec.eager;
-    if (want_probs) probs = Tensor::empty(Shape{nh, T, layer_cache.length}, DType::kF32);
+    if (want_probs) probs = empty_tensor(Shape{nh, T, layer_cache.length}, DType::kF32, m.device);
     kernels::attention(q, positions, layer_cache, spec, attn, want_probs ? &probs : nullptr);
-    if (want_probs) ctx->attentions.push_back(probs);
+    if (want_probs) ctx->attentions.push_back(gpu ? probs.to(Device::cpu()) : probs);
     if (keep) saved.attn_out = attn.clone();
     Tensor attn_proj = empty(T, Hd);
     kernels::linear(attn, L.o_proj, L.o_bias, dt, attn_proj);
@@ -353,7 +375,9 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
   Tensor rows = all_logits ? normed : normed.slice_rows(T - 1, T);
   Tensor logits = empty(rows.size(0), c.vocab_size);
   kernels::linear(rows, m.lm_head, Tensor(), dt, logits);
-  return logits;
+  if (!gpu) return logits;
+  Tensor host = logits.to(Device::cpu());
+  return host.dtype() == DType::kF32 ? host : host.to(DType::kF32);
 }
 
 }  // namespace hipformers

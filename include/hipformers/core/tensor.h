@@ -109,6 +109,9 @@ class Tensor {
   // Host copy converted to `dtype` (float types and ints); a fresh buffer even if equal.
   Tensor to(DType dtype) const;
   Tensor clone() const { return to(dtype_); }
+  // Copy on `device` (host<->GPU), same dtype and shape; a fresh buffer even
+  // when the device is the same. Defined in the runtime library (allocator.cc).
+  Tensor to(const Device& device) const;
 
  private:
   std::shared_ptr<Buffer> buffer_;

@@ -6,8 +6,11 @@
 //         -> causal GQA attention over the KV cache (sliding window for Mistral) -> o_proj
 //   mlp:  down_proj(silu(gate_proj(x)) * up_proj(x))
 //
-// Activations run in fp32; with dtype bfloat16/float16 every op boundary is
-// rounded to that dtype, reproducing what torch computes on the CPU in it.
+// On the CPU activations run in fp32; with dtype bfloat16/float16 every op
+// boundary is rounded to that dtype, reproducing what torch computes on the
+// CPU in it. On a GPU (device cuda:N) weights, activations and the KV cache
+// are stored in the model dtype (bf16 weights stay bf16) with fp32
+// accumulation inside each kernel; logits come back to the host as F32.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,9 @@ struct ModelLoadOptions {
 class KVCache {
  public:
   KVCache() = default;
-  KVCache(const ModelConfig& config, int64_t capacity);
+  // F32 on the host; on a GPU in the model's storage dtype (F32, BF16 or F16).
+  KVCache(const ModelConfig& config, int64_t capacity, const Device& device = Device::cpu(),
+          DType dtype = DType::kF32);
   int64_t length() const { return layers.empty() ? 0 : layers[0].length; }
   int64_t capacity() const { return capacity_; }
   std::vector<kernels::KVCacheView> layers;

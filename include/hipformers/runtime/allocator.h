@@ -29,4 +29,13 @@ Allocator& allocator_for(const Device& device);
 // An uninitialised tensor on `device`.
 Tensor empty_tensor(const Shape& shape, DType dtype, const Device& device);
 
+// Copies `n` bytes between any two devices (host<->GPU, GPU<->GPU on one
+// device's stream). Returns once host memory involved may be reused.
+void copy_bytes(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t n);
+
+#if defined(HIPFORMERS_WITH_CUDA) || defined(HIPFORMERS_WITH_HIP)
+// The caching device allocator of GPU `device` (src/runtime/gpu/allocator_gpu.cu).
+Allocator& gpu_allocator(int device);
+#endif
+
 }  // namespace hipformers

@@ -54,3 +54,6 @@ constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuMemcpyDeviceToHost HF_GPU_API(MemcpyDeviceToHost)
 #define gpuMemcpyDeviceToDevice HF_GPU_API(MemcpyDeviceToDevice)
 #define gpuErrorMemoryAllocation HF_GPU_API(ErrorMemoryAllocation)
+#define gpuMemsetAsync HF_GPU_API(MemsetAsync)
+#define gpuStreamCreateWithFlags HF_GPU_API(StreamCreateWithFlags)
+#define gpuStreamNonBlocking HF_GPU_API(StreamNonBlocking)
