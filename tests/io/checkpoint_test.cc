@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hipformers/core/error.h"
+#include "test_util.h"
 #include "hipformers/core/file.h"
 #include "hipformers/core/json.h"
 
@@ -16,32 +17,10 @@ namespace hipformers {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
+using testing::TempDir;
 
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / ("hf_io_ck_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
 
- private:
-  fs::path path_;
-};
-
-template <typename F>
-std::pair<ErrorKind, std::string> error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {e.kind(), e.what()};
-  }
-  ADD_FAILURE() << "no hipformers::Error thrown";
-  return {ErrorKind::kRuntime, ""};
-}
 
 // Six F32 tensors of 100 floats (400 bytes) each, with distinct contents.
 struct Model {

@@ -10,24 +10,16 @@
 #include "hipformers/core/error.h"
 #include "hipformers/core/file.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace hipformers {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 
 fs::path config_dir(const std::string& name) { return testing::test_data("io/configs/" + name); }
 
-template <typename F>
-std::pair<ErrorKind, std::string> error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {e.kind(), e.what()};
-  }
-  ADD_FAILURE() << "no hipformers::Error thrown";
-  return {ErrorKind::kRuntime, ""};
-}
 
 ModelConfig parse(const std::string& text) { return parse_model_config(Json::parse(text), "config.json"); }
 

@@ -12,27 +12,15 @@
 #include "hipformers/core/error.h"
 #include "hipformers/core/file.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace hipformers {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
+using testing::TempDir;
 
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("hf_io_st_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::vector<std::byte> to_bytes(const std::string& s) {
   std::vector<std::byte> out(s.size());
