@@ -52,6 +52,30 @@ std::size_t escaped_char_length(std::string_view p, std::size_t i) {
 // Translates a character class starting at p[i] == '['. Items whose meaning
 // is a complement (\S, \W, \H) cannot be merged into a PCRE2 class, so they
 // are kept apart and the class becomes an alternation / lookahead group.
+// Escapes that mean the same inside and outside a bracket class: \d, \D,
+// \p{..}, \P{..}, \uXXXX and escaped literals. `p[i]` is the backslash;
+// appends the PCRE2 spelling to `out` and returns the index after the escape.
+std::size_t translate_plain_escape(std::string_view p, std::size_t i, std::string& out, const std::string& what) {
+  switch (p[i + 1]) {
+    case 'd': out += "\\p{Nd}"; return i + 2;
+    case 'D': out += "\\P{Nd}"; return i + 2;
+    case 'p':
+    case 'P': return copy_property(p, i, out, what);
+    case 'u':
+      if (i + 5 < p.size() && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) {
+        out += "\\x{";
+        out.append(p.substr(i + 2, 4));
+        out += '}';
+        return i + 6;
+      }
+      break;
+    default: break;
+  }
+  std::size_t n = 1 + escaped_char_length(p, i + 1);
+  out.append(p.substr(i, n));
+  return i + n;
+}
+
 std::size_t translate_class(std::string_view p, std::size_t i, std::string& out, const std::string& what) {
   ++i;
   bool negated = false;
@@ -103,24 +127,7 @@ std::size_t translate_class(std::string_view p, std::size_t i, std::string& out,
       case 'W': complements.emplace_back(kWordSet); i += 2; break;
       case 'h': items += kHexSet; i += 2; break;
       case 'H': complements.emplace_back(kHexSet); i += 2; break;
-      case 'd': items += "\\p{Nd}"; i += 2; break;
-      case 'D': items += "\\P{Nd}"; i += 2; break;
-      case 'p':
-      case 'P': i = copy_property(p, i, items, what); break;
-      case 'u':
-        if (i + 5 < p.size() + 0 && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) {
-          items += "\\x{";
-          items.append(p.substr(i + 2, 4));
-          items += '}';
-          i += 6;
-          break;
-        }
-        [[fallthrough]];
-      default: {
-        std::size_t n = 1 + escaped_char_length(p, i + 1);
-        items.append(p.substr(i, n));
-        i += n;
-      }
+      default: i = translate_plain_escape(p, i, items, what);
     }
   }
   if (complements.empty()) {
@@ -177,24 +184,7 @@ std::string translate_oniguruma(std::string_view p, const std::string& what) {
       case 'W': out += std::string("[^") + kWordSet + "]"; i += 2; break;
       case 'h': out += std::string("[") + kHexSet + "]"; i += 2; break;
       case 'H': out += std::string("[^") + kHexSet + "]"; i += 2; break;
-      case 'd': out += "\\p{Nd}"; i += 2; break;
-      case 'D': out += "\\P{Nd}"; i += 2; break;
-      case 'p':
-      case 'P': i = copy_property(p, i, out, what); break;
-      case 'u':
-        if (i + 5 < p.size() && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) {
-          out += "\\x{";
-          out.append(p.substr(i + 2, 4));
-          out += '}';
-          i += 6;
-          break;
-        }
-        [[fallthrough]];
-      default: {
-        std::size_t n = 1 + escaped_char_length(p, i + 1);
-        out.append(p.substr(i, n));
-        i += n;
-      }
+      default: i = translate_plain_escape(p, i, out, what);
     }
   }
   return out;
