@@ -12,7 +12,6 @@
 
 #include "hipformers/core/error.h"
 #include "hipformers/hipformers.h"
-#include "hipformers/runtime/device.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -20,11 +19,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const hipformers::Device device = hipformers::resolve_device("auto");
-    std::cout << "device: " << device.str() << "\n";
     auto tokenizer = hipformers::AutoTokenizer::from_pretrained(argv[1]);
-    // device_map "cpu" until the GPU kernels land ("auto" would pick the GPU above).
-    auto model = hipformers::AutoModelForCausalLM::from_pretrained(argv[1], {.dtype = "auto", .device_map = "cpu"});
+    // "auto": the first visible GPU on a CUDA/ROCm build that sees one, else the CPU.
+    auto model = hipformers::AutoModelForCausalLM::from_pretrained(argv[1], {.dtype = "auto", .device_map = "auto"});
+    std::cout << "device: " << model.device().str() << "\n";
     std::vector<int32_t> inputs = tokenizer.encode("The French Bread Law states");
     hipformers::GenerationOptions options;
     options.max_new_tokens = 50;

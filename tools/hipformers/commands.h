@@ -10,5 +10,6 @@ namespace hipformers::cli {
 void add_env_commands(CLI::App& app);        // env, devices
 void add_tokenizer_commands(CLI::App& app);  // tokenize, detokenize, chat-template
 void add_generate_commands(CLI::App& app);   // generate, logits
+void add_make_model_commands(CLI::App& app);  // make-model
 
 }  // namespace hipformers::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   hipformers::cli::add_env_commands(app);
   hipformers::cli::add_tokenizer_commands(app);
   hipformers::cli::add_generate_commands(app);
+  hipformers::cli::add_make_model_commands(app);
   try {
     // CLI11 reports an unknown command as a missing one; name it instead.
     bool known = argc <= 1 || argv[1][0] == '-';
