@@ -1,5 +1,6 @@
 // Device memory: gpuMalloc behind a per-device caching free-list, the
 // per-device stream, and host<->device copies.
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -8,6 +9,7 @@
 #include "gpu_context.h"
 #include "hipformers/core/error.h"
 #include "hipformers/runtime/allocator.h"
+#include "profiling_gpu.h"
 
 namespace hipformers {
 namespace gpu {
@@ -59,9 +61,24 @@ class CachingGpuAllocator final : public Allocator {
     const std::size_t size = round_up(nbytes);
     void* p = take_cached(size);
     if (!p) p = fresh(size, nbytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      current_ += size;
+      peak_ = std::max(peak_, current_);
+    }
     return Buffer::adopt(p, nbytes, Device::gpu(device_), [this, size](void* q) { give_back(q, size); });
   }
   Device device() const override { return Device::gpu(device_); }
+
+  AllocatorStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {current_, peak_, reserved_, peak_reserved_};
+  }
+  void reset_peaks() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peak_ = current_;
+    peak_reserved_ = reserved_;
+  }
 
  private:
   // Small blocks round to 512 bytes, large ones to 2 MiB, so repeated
@@ -84,10 +101,10 @@ class CachingGpuAllocator final : public Allocator {
   void* fresh(std::size_t size, std::size_t requested) {
     stream_for(device_);  // makes the device current
     void* p = nullptr;
-    if (gpuMalloc(&p, size) == gpuSuccess) return p;
+    if (gpuMalloc(&p, size) == gpuSuccess) return reserved(p, size);
     (void)gpuGetLastError();
     release_cache();
-    if (gpuMalloc(&p, size) == gpuSuccess) return p;
+    if (gpuMalloc(&p, size) == gpuSuccess) return reserved(p, size);
     (void)gpuGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
     (void)gpuMemGetInfo(&free_bytes, &total_bytes);
@@ -96,28 +113,42 @@ class CachingGpuAllocator final : public Allocator {
                                              " free of " + std::to_string(total_bytes) + " bytes)");
   }
 
+  void* reserved(void* p, std::size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_ += size;
+    peak_reserved_ = std::max(peak_reserved_, reserved_);
+    return p;
+  }
+
   void release_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (free_.empty()) return;
     check(gpuStreamSynchronize(stream_for(device_)), "gpuStreamSynchronize");
-    for (auto& [size, p] : free_) (void)gpuFree(p);
+    for (auto& [size, p] : free_) {
+      (void)gpuFree(p);
+      reserved_ -= size;
+    }
     free_.clear();
   }
 
   void give_back(void* p, std::size_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.emplace(size, p);
+    current_ -= size;
   }
 
   int device_;
   std::mutex mutex_;
   std::multimap<std::size_t, void*> free_;
+  // Bytes handed out (as rounded) and held from the driver, with their peaks.
+  std::size_t current_ = 0, peak_ = 0, reserved_ = 0, peak_reserved_ = 0;
 };
 
 }  // namespace
 }  // namespace gpu
 
-Allocator& gpu_allocator(int device) {
+namespace {
+gpu::CachingGpuAllocator& caching_allocator(int device) {
   static std::mutex mutex;
   // Never destroyed: buffers released during static destruction still find it.
   static auto* allocators = new std::map<int, gpu::CachingGpuAllocator*>();
@@ -126,6 +157,14 @@ Allocator& gpu_allocator(int device) {
   if (!a) a = new gpu::CachingGpuAllocator(device);
   return *a;
 }
+}  // namespace
+
+Allocator& gpu_allocator(int device) { return caching_allocator(device); }
+
+namespace gpu {
+AllocatorStats allocator_stats(int device) { return caching_allocator(device).stats(); }
+void reset_allocator_peaks(int device) { caching_allocator(device).reset_peaks(); }
+}  // namespace gpu
 
 void copy_bytes(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t n) {
   if (n == 0) return;
