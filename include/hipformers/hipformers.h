@@ -11,6 +11,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,14 @@ struct AutoTokenizer {
 struct PretrainedOptions {
   std::string dtype = "auto";              // "auto" (config.json's), "float32", "bfloat16", "float16"
   std::string device_map = "auto";         // "auto", "cpu", "cuda", "cuda:N"
-  std::string attn_implementation = "sdpa";  // "sdpa" or "eager"
+  // "sdpa" (default), "eager", "flash_attention_2", "flash_attention_3" or a
+  // kernel repository ("kernels-community/flash-attn"), resolved for the device
+  // by kernels::resolve_attention_backend; Error listing what the device has.
+  std::string attn_implementation = "sdpa";
+  // Swappable kernels: with use_kernels, kernel_config overrides the
+  // registry's per-device defaults (kernels/registry.h, docs/KERNELS.md).
+  bool use_kernels = false;
+  std::optional<kernels::KernelConfig> kernel_config;
 };
 
 class PreTrainedModel {
@@ -49,6 +57,11 @@ class PreTrainedModel {
   const ModelConfig& config() const { return model_.config(); }
   const GenerationConfig& generation_config() const { return generation_config_; }
   Device device() const { return model_.device(); }
+  // The attention backend that runs ("sdpa", "eager", "flash_attention_2", ...)
+  // after resolution for the device, and every layer's kernel.
+  const std::string& attn_implementation() const { return model_.attention_backend().name; }
+  const kernels::AttentionBackend& attention_backend() const { return model_.attention_backend(); }
+  const kernels::KernelSelection& kernels() const { return model_.kernels(); }
 
  private:
   CausalLM model_;

@@ -37,9 +37,13 @@ PreTrainedModel AutoModelForCausalLM::from_pretrained(const std::filesystem::pat
     load.dtype = dtype;
   }
   load.device = resolve_device(options.device_map);
-  load.attn_implementation = parse_attn_implementation(options.attn_implementation);
+  load.attention_backend =
+      kernels::resolve_attention_backend(options.attn_implementation, kernels::device_key(load.device));
+  load.use_kernels = options.use_kernels;
+  load.kernel_config = options.kernel_config;
   ModelConfig config = load_model_config(dir);
   CausalLM model = CausalLM::from_checkpoint(config, Checkpoint::open(dir), load);
+  kernels::log_attention_notice_once(model.attention_backend());
   return PreTrainedModel(std::move(model), load_generation_config(dir, config));
 }
 

@@ -133,6 +133,8 @@ struct CausalLM::Impl {
   DType dtype = DType::kF32;
   Device device;
   AttnImplementation attn = AttnImplementation::kSdpa;
+  kernels::AttentionBackend attention_backend;
+  kernels::KernelSelection kernels;
   Tensor embed_tokens, final_norm, lm_head;
   std::vector<DecoderLayer> layers;
   kernels::RopeSpec rope;
@@ -184,7 +186,22 @@ CausalLM CausalLM::from_checkpoint(const ModelConfig& c, const Checkpoint& check
                   ") is not a multiple of num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ")");
   if (c.head_dim % 2 != 0) throw_invalid("head_dim " + std::to_string(c.head_dim) + " must be even for RoPE");
   impl->device = options.device;
-  impl->attn = options.attn_implementation;
+  const std::string key(kernels::device_key(options.device));
+  if (options.attention_backend) {
+    if (options.attention_backend->device != key)
+      throw_invalid("attention backend '" + options.attention_backend->requested + "' was resolved for " +
+                    options.attention_backend->device + ", the model runs on " + key);
+    impl->attention_backend = *options.attention_backend;
+  } else {
+    impl->attention_backend = kernels::resolve_attention_backend(
+        options.attn_implementation == AttnImplementation::kEager ? "eager" : "sdpa", key);
+  }
+  if (options.kernel_config && !options.use_kernels)
+    throw_invalid("a kernel config was given without use_kernels (--use-kernels)");
+  impl->kernels = kernels::select_kernels(key, impl->attention_backend.kernel,
+                                          options.use_kernels && options.kernel_config ? &*options.kernel_config
+                                                                                       : nullptr);
+  impl->attn = impl->kernels.eager_attention() ? AttnImplementation::kEager : AttnImplementation::kSdpa;
   impl->rope = rope_spec(c);
   impl->rope_freqs = kernels::rope_frequencies(impl->rope, 0);
   impl->rope_cached_len = c.max_position_embeddings;
@@ -238,6 +255,8 @@ const ModelConfig& CausalLM::config() const { return impl_->config; }
 DType CausalLM::dtype() const { return impl_->dtype; }
 Device CausalLM::device() const { return impl_->device; }
 AttnImplementation CausalLM::attn_implementation() const { return impl_->attn; }
+const kernels::AttentionBackend& CausalLM::attention_backend() const { return impl_->attention_backend; }
+const kernels::KernelSelection& CausalLM::kernels() const { return impl_->kernels; }
 
 KVCache CausalLM::new_cache(int64_t capacity) const {
   if (capacity > impl_->config.max_position_embeddings)
@@ -268,6 +287,7 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
                     std::to_string(c.vocab_size));
 
   const DType dt = m.dtype;
+  const kernels::KernelSelection& K = m.kernels;  // the registry's choices for this device
   const int64_t Hd = c.hidden_size, D = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   std::vector<int64_t> positions(static_cast<std::size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<std::size_t>(t)] = start + t;
@@ -305,8 +325,8 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
     ForwardContext::Layer saved;
     Tensor rstd = keep ? Tensor::empty(Shape{T}, DType::kF32) : Tensor();
     if (keep) saved.input = branch.defined() ? Tensor() : hidden.clone();
-    if (branch.defined()) kernels::add_rms_norm(branch, hidden, L.input_norm, c.rms_norm_eps, dt, normed, keep ? &rstd : nullptr);
-    else kernels::rms_norm(hidden, L.input_norm, c.rms_norm_eps, dt, normed, keep ? &rstd : nullptr);
+    K.rms_norm(branch.defined() ? &branch : nullptr, hidden, L.input_norm, c.rms_norm_eps, dt, normed,
+               keep ? &rstd : nullptr);
     if (keep) {
       if (!saved.input.defined()) saved.input = hidden.clone();
       saved.attn_norm_out = normed.clone();
@@ -320,11 +340,11 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
     kernels::linear(normed, L.v_proj, L.v_bias, dt, v);
     if (L.q_norm.defined()) {  // Qwen3: RMSNorm over each head's vector, before RoPE
       Tensor qh = q.reshape({T * nh, D}), kh = k.reshape({T * nkv, D});
-      kernels::rms_norm(qh, L.q_norm, c.rms_norm_eps, dt, qh);
-      kernels::rms_norm(kh, L.k_norm, c.rms_norm_eps, dt, kh);
+      K.rms_norm(nullptr, qh, L.q_norm, c.rms_norm_eps, dt, qh, nullptr);
+      K.rms_norm(nullptr, kh, L.k_norm, c.rms_norm_eps, dt, kh, nullptr);
     }
-    kernels::apply_rope(q, nh, positions, freqs, dt);
-    kernels::apply_rope(k, nkv, positions, freqs, dt);
+    K.rope(q, nh, positions, freqs, dt);
+    K.rope(k, nkv, positions, freqs, dt);
     if (keep) {
       saved.q = q.clone();
       saved.k = k.clone();
@@ -337,7 +357,7 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
     Tensor probs;
     const bool want_probs = ctx && ctx->output_attentions && spec.eager;
     if (want_probs) probs = empty_tensor(Shape{nh, T, layer_cache.length}, DType::kF32, m.device);
-    kernels::attention(q, positions, layer_cache, spec, attn, want_probs ? &probs : nullptr);
+    K.attention(q, positions, layer_cache, spec, attn, want_probs ? &probs : nullptr);
     if (want_probs) ctx->attentions.push_back(gpu ? probs.to(Device::cpu()) : probs);
     if (keep) saved.attn_out = attn.clone();
     Tensor attn_proj = empty(T, Hd);
@@ -345,8 +365,7 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
 
     // ---- MLP ----
     if (keep) rstd = Tensor::empty(Shape{T}, DType::kF32);
-    kernels::add_rms_norm(attn_proj, hidden, L.post_attention_norm, c.rms_norm_eps, dt, normed,
-                          keep ? &rstd : nullptr);
+    K.rms_norm(&attn_proj, hidden, L.post_attention_norm, c.rms_norm_eps, dt, normed, keep ? &rstd : nullptr);
     if (keep) {
       saved.mlp_norm_out = normed.clone();
       saved.mlp_rstd = rstd;
@@ -359,14 +378,14 @@ Tensor CausalLM::forward(std::span<const int32_t> ids, KVCache& cache, bool all_
       saved.gate = gate.clone();
       saved.up = up.clone();
     }
-    kernels::silu_and_mul(gate, up, dt, gate);
+    K.silu_and_mul(gate, up, dt, gate);
     if (keep) saved.act = gate.clone();
     branch = empty(T, Hd);
     kernels::linear(gate, L.down_proj, L.down_bias, dt, branch);
     if (keep) ctx->layers.push_back(std::move(saved));
   }
   Tensor final_rstd = keep ? Tensor::empty(Shape{T}, DType::kF32) : Tensor();
-  kernels::add_rms_norm(branch, hidden, m.final_norm, c.rms_norm_eps, dt, normed, keep ? &final_rstd : nullptr);
+  K.rms_norm(&branch, hidden, m.final_norm, c.rms_norm_eps, dt, normed, keep ? &final_rstd : nullptr);
   if (keep) {
     ctx->final_norm_input = hidden.clone();
     ctx->final_rstd = final_rstd;

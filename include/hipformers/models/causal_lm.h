@@ -24,6 +24,8 @@
 #include "hipformers/io/checkpoint.h"
 #include "hipformers/io/config.h"
 #include "hipformers/kernels/attention.h"
+#include "hipformers/kernels/attention_backends.h"
+#include "hipformers/kernels/registry.h"
 #include "hipformers/runtime/device.h"
 
 namespace hipformers {
@@ -36,6 +38,13 @@ struct ModelLoadOptions {
   std::optional<DType> dtype;  // nullopt = "auto": the config's dtype, float32 if it names none
   Device device = Device::cpu();
   AttnImplementation attn_implementation = AttnImplementation::kSdpa;
+  // A backend resolved by kernels::resolve_attention_backend for this device;
+  // when set it replaces attn_implementation (Error if resolved for another device).
+  std::optional<kernels::AttentionBackend> attention_backend;
+  // use_kernels: apply kernel_config's overrides of the registry's defaults.
+  // Without it every layer runs its device's default (kernel_config must be empty).
+  bool use_kernels = false;
+  std::optional<kernels::KernelConfig> kernel_config;
 };
 
 // One sequence's keys and values for every layer.
@@ -78,7 +87,10 @@ class CausalLM {
   const ModelConfig& config() const;
   DType dtype() const;
   Device device() const;
-  AttnImplementation attn_implementation() const;
+  AttnImplementation attn_implementation() const;  // kEager when the Attention kernel is an eager one
+  // What was resolved at load time: the attention backend and each layer's kernel.
+  const kernels::AttentionBackend& attention_backend() const;
+  const kernels::KernelSelection& kernels() const;
 
   KVCache new_cache(int64_t capacity) const;
 
