@@ -11,5 +11,7 @@ void add_env_commands(CLI::App& app);        // env, devices
 void add_tokenizer_commands(CLI::App& app);  // tokenize, detokenize, chat-template
 void add_generate_commands(CLI::App& app);   // generate, logits
 void add_make_model_commands(CLI::App& app);  // make-model
+void add_bench_commands(CLI::App& app);       // bench
+void add_kernels_commands(CLI::App& app);     // kernels
 
 }  // namespace hipformers::cli

@@ -40,18 +40,33 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 struct ModelArgs {
-  std::string model, device = "auto", dtype = "auto", attn = "sdpa";
+  std::string model, device = "auto", dtype = "auto", attn = "sdpa", kernel_config;
+  bool use_kernels = false;
 };
 
 void add_model_options(CLI::App* cmd, ModelArgs& a) {
   cmd->add_option("--model", a.model, "Model directory (config.json, safetensors, tokenizer.json)")->required();
   cmd->add_option("--device", a.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cmd->add_option("--dtype", a.dtype, "auto, float32, bfloat16 or float16")->capture_default_str();
-  cmd->add_option("--attn", a.attn, "eager or sdpa")->capture_default_str();
+  cmd->add_option("--attn", a.attn,
+                  "eager, sdpa, flash_attention_2, flash_attention_3 or a kernel repository "
+                  "(kernels-community/flash-attn, kernels-community/flash-attn3, kernels-community/aiter-flash-attn)")
+      ->capture_default_str();
+  auto* uk = cmd->add_flag("--use-kernels", a.use_kernels,
+                           "Choose each layer's kernel from the registry (see 'hipformers kernels')");
+  cmd->add_option("--kernel-config", a.kernel_config,
+                  "JSON {\"<layer>\": {\"<device>\": \"<kernel>\"}} overriding the defaults (needs --use-kernels)")
+      ->needs(uk);
 }
 
 PreTrainedModel load_model(const ModelArgs& a) {
-  return AutoModelForCausalLM::from_pretrained(a.model, {a.dtype, a.device, a.attn});
+  PretrainedOptions o;
+  o.dtype = a.dtype;
+  o.device_map = a.device;
+  o.attn_implementation = a.attn;
+  o.use_kernels = a.use_kernels;
+  if (!a.kernel_config.empty()) o.kernel_config = kernels::KernelConfig::from_file(a.kernel_config);
+  return AutoModelForCausalLM::from_pretrained(a.model, o);
 }
 
 std::optional<Tokenizer> load_tokenizer_if_present(const std::string& dir) {
@@ -146,6 +161,8 @@ void run_generate(const GenerateArgs& a) {
   if (a.json) {
     Json out{{"ids", result.generated}};
     out["text"] = tok ? Json(tok->decode(result.generated, true)) : Json(nullptr);
+    out["attn_implementation"] = model.attn_implementation();  // after resolution for the device
+    out["kernels"] = model.kernels().to_json();
     std::cout << out.dump() << "\n";
   } else {
     std::cout << "\n";

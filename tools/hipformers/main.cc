@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   hipformers::cli::add_tokenizer_commands(app);
   hipformers::cli::add_generate_commands(app);
   hipformers::cli::add_make_model_commands(app);
+  hipformers::cli::add_bench_commands(app);
+  hipformers::cli::add_kernels_commands(app);
   try {
     // CLI11 reports an unknown command as a missing one; name it instead.
     bool known = argc <= 1 || argv[1][0] == '-';

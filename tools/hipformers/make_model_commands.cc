@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "make_model.h"
 #include "hipformers/core/dtype.h"
 #include "hipformers/core/error.h"
 #include "hipformers/core/file.h"
@@ -193,11 +194,7 @@ void write_json(const fs::path& path, const OrderedJson& j) {
   write_file_atomic(path, text.data(), text.size());
 }
 
-struct MakeModelArgs {
-  std::string shape, output, dtype = "bfloat16", tokenizer_dir;
-  double std_dev = 0.1;
-  uint64_t seed = 0;
-};
+}  // namespace
 
 void run_make_model(const MakeModelArgs& a) {
   // Every argument is checked before anything is written.
@@ -246,8 +243,6 @@ void run_make_model(const MakeModelArgs& a) {
             << dtype_torch_name(*dtype) << ", seed " << a.seed << (tokenizer_files.empty() ? "" : ", with tokenizer")
             << "\n";
 }
-
-}  // namespace
 
 void add_make_model_commands(CLI::App& app) {
   auto args = std::make_shared<MakeModelArgs>();
