@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "test_paths.h"
 
 namespace hipformers::testing {
@@ -49,6 +51,21 @@ CliResult run_cli(const std::string& args, const std::string& env_prefix) {
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+void expect_one_line_error(const CliResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.rfind("hipformers: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+std::filesystem::path scratch_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("hf_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
 }
 
 }  // namespace hipformers::testing

@@ -13,18 +13,12 @@
 namespace hipformers {
 namespace {
 
+using testing::expect_one_line_error;
 using testing::run_cli;
 using testing::shell_quote;
 
 std::string tiny() { return shell_quote(testing::test_data("models/qwen3-tiny").string()); }
 
-void expect_one_line_error(const testing::CliResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("hipformers: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-}
 
 TEST(BenchCli, JsonOnTinyModel) {
   auto r = run_cli("bench --model " + tiny() +

@@ -13,29 +13,17 @@
 namespace hipformers {
 namespace {
 
+using testing::expect_one_line_error;
 using testing::run_cli;
 using testing::shell_quote;
 
 std::string qwen3() { return shell_quote(testing::tokenizer_dir("qwen3").string()); }
 
-std::filesystem::path scratch(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("hf_cli_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
-}
 
 void write(const std::filesystem::path& p, const std::string& content) {
   std::ofstream(p, std::ios::binary) << content;
 }
 
-// Bad input: exit code 2 and exactly one line on stderr starting "hipformers: error:".
-void expect_one_line_error(const testing::CliResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.rfind("hipformers: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-}
 
 TEST(CliEnv, ReportsCpuBuild) {
   auto r = run_cli("env", "-u CUDA_VISIBLE_DEVICES -u HIP_VISIBLE_DEVICES -u ROCR_VISIBLE_DEVICES");
@@ -82,7 +70,7 @@ TEST(CliTokenize, PrintsIdsAndJson) {
 }
 
 TEST(CliTokenize, ReadsFileExactly) {
-  auto p = scratch("text.txt");
+  auto p = testing::scratch_path("text.txt");
   write(p, "Hello world\n");
   auto r = run_cli("tokenize --model " + qwen3() + " --file " + shell_quote(p.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -90,13 +78,13 @@ TEST(CliTokenize, ReadsFileExactly) {
 }
 
 TEST(CliTokenize, BadInputExitsTwo) {
-  auto p = scratch("bad.txt");
+  auto p = testing::scratch_path("bad.txt");
   write(p, "ok \xff\xfe bad");
   expect_one_line_error(run_cli("tokenize --model " + qwen3() + " --file " + shell_quote(p.string())),
                         "invalid UTF-8 at byte offset 3");
   expect_one_line_error(run_cli("tokenize --model /nonexistent/model 'hi'"), "/nonexistent/model");
   expect_one_line_error(run_cli("tokenize --model " + qwen3() + " --file /nonexistent.txt"), "/nonexistent.txt");
-  auto corrupt = scratch("corrupt_model");
+  auto corrupt = testing::scratch_path("corrupt_model");
   std::filesystem::create_directories(corrupt);
   write(corrupt / "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
   expect_one_line_error(run_cli("tokenize --model " + shell_quote(corrupt.string()) + " hi"), "tokenizer.json");
@@ -116,7 +104,7 @@ TEST(CliDetokenize, DecodesAndChecksRange) {
 }
 
 TEST(CliChatTemplate, RendersExactlyAndValidates) {
-  auto messages = scratch("messages.json");
+  auto messages = testing::scratch_path("messages.json");
   write(messages, R"([{"role": "user", "content": "Hi there"}])");
   auto r = run_cli("chat-template --model " + qwen3() + " --messages " + shell_quote(messages.string()) +
                    " --add-generation-prompt --enable-thinking false");
@@ -125,7 +113,7 @@ TEST(CliChatTemplate, RendersExactlyAndValidates) {
   auto plain = run_cli("chat-template --model " + qwen3() + " --messages " + shell_quote(messages.string()));
   EXPECT_EQ(plain.out, "<|im_start|>user\nHi there<|im_end|>\n");
 
-  auto bad = scratch("bad_messages.json");
+  auto bad = testing::scratch_path("bad_messages.json");
   write(bad, R"([{"role": "user", "content": "Hi"},])");
   expect_one_line_error(run_cli("chat-template --model " + qwen3() + " --messages " + shell_quote(bad.string())),
                         "invalid JSON");

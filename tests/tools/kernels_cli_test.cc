@@ -13,24 +13,13 @@
 namespace hipformers {
 namespace {
 
+using testing::expect_one_line_error;
 using testing::run_cli;
 using testing::shell_quote;
 
 std::string tiny() { return shell_quote(testing::test_data("models/qwen3-tiny").string()); }
 
-std::filesystem::path scratch(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("hf_kernels_cli_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
-}
 
-void expect_one_line_error(const testing::CliResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.rfind("hipformers: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-}
 
 std::string generate(const std::string& extra) {
   return "generate --model " + tiny() + " --device cpu --dtype float32 --token-ids 1,2,3 --max-new-tokens 3 --json " + extra;
@@ -84,14 +73,14 @@ TEST(CliKernels, FlashAttentionOnCpuListsWhatExists) {
                         "attention implementation 'flash_attention_2' is not available on cpu; available on cpu: "
                         "eager, sdpa");
   expect_one_line_error(run_cli("logits --model " + tiny() + " --device cpu --token-ids 1,2 --output " +
-                                shell_quote(scratch("l.safetensors").string()) +
+                                shell_quote(testing::scratch_path("l.safetensors").string()) +
                                 " --attn kernels-community/flash-attn"),
                         "available on cpu: eager, sdpa");
   expect_one_line_error(run_cli(generate("--attn nope")), "unknown attention implementation 'nope'");
 }
 
 TEST(CliKernels, KernelConfigIsHonouredAndValidated) {
-  auto config = scratch("kernels.json");
+  auto config = testing::scratch_path("kernels.json");
   std::ofstream(config) << R"({"Attention": {"cpu": "attention_eager"}, "RMSNorm": {"cuda": "rms_norm_fused_residual"}})";
   auto r = run_cli(generate("--use-kernels --kernel-config " + shell_quote(config.string())));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -101,7 +90,7 @@ TEST(CliKernels, KernelConfigIsHonouredAndValidated) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(parse_json(plain.out, "generate")["kernels"]["RMSNorm"], "rms_norm_reference");
 
-  auto bad = scratch("bad.json");
+  auto bad = testing::scratch_path("bad.json");
   std::ofstream(bad) << R"({"RMSNorm": {"cpu": "rms_norm_triton"}})";
   expect_one_line_error(run_cli(generate("--use-kernels --kernel-config " + shell_quote(bad.string()))),
                         "no RMSNorm kernel 'rms_norm_triton' for cpu; registered: rms_norm_reference");

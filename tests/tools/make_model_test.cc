@@ -19,6 +19,7 @@ namespace hipformers {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_one_line_error;
 using testing::run_cli;
 using testing::shell_quote;
 
@@ -39,12 +40,6 @@ class MakeModel : public ::testing::Test {
   fs::path root_;
 };
 
-void expect_one_line_error(const testing::CliResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("hipformers: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-}
 
 TEST_F(MakeModel, Qwen3MiniLoadsAndRuns) {
   const fs::path out = root_ / "mini";
