@@ -72,13 +72,16 @@ __global__ void __launch_bounds__(256) tiled_linear_kernel(const T* __restrict__
   }
 }
 
+#if defined(HIPFORMERS_WITH_CUBLASLT)
 // Rounds y in place to the emulated dtype (only when it is narrower than the
-// storage, e.g. F32 tensors emulating bf16).
+// storage, e.g. F32 tensors emulating bf16). Only the cuBLASLt path needs it:
+// the tiled kernel rounds as it stores.
 __global__ void round_kernel(float* y, int64_t n, int mode) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     y[i] = round_to(y[i], mode);
 }
+#endif
 
 void tiled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y, int64_t rows,
                   gpuStream_t s) {

@@ -79,10 +79,6 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v;
 }
 
-void check_items(std::size_t n) {
-  if (n > kMaxListItems) throw_invalid("list too large");
-}
-
 // ---- filters ---------------------------------------------------------------
 Value f_length(Interpreter&, const Value& v, CallArgs&) { return Value::integer(length(v)); }
 
