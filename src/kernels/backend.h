@@ -8,6 +8,9 @@
 #include "hipformers/kernels/attention.h"
 #include "hipformers/kernels/embedding.h"
 #include "hipformers/kernels/linear.h"
+#include "hipformers/kernels/logits.h"
+#include "hipformers/kernels/paged_attention.h"
+#include "hipformers/kernels/qkv_rope.h"
 #include "hipformers/kernels/rms_norm.h"
 #include "hipformers/kernels/rotary.h"
 
@@ -28,6 +31,16 @@ void silu_and_mul_backward(const Tensor& dout, const Tensor& gate, const Tensor&
 void kv_cache_append(KVCacheView& cache, const Tensor& k, const Tensor& v);
 void attention(const Tensor& q, std::span<const int64_t> positions, const KVCacheView& cache,
                const AttentionSpec& spec, Tensor& out, Tensor* probs);
+void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
+                     Tensor& out);
+
+// Fused decode ops (qkv_rope_cpu.cc, activation_cpu.cc, embedding_cpu.cc, logits_cpu.cc).
+void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                    const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
+                    int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
+void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out);
+void embedding(const Tensor& weight, const Tensor& ids, Tensor& out);
+void argmax_rows(const Tensor& logits, Tensor& ids);
 
 }  // namespace hipformers::kernels::cpu
 
@@ -48,11 +61,26 @@ void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out
 void kv_cache_append(KVCacheView& cache, const Tensor& k, const Tensor& v);
 void attention(const Tensor& q, std::span<const int64_t> positions, const KVCacheView& cache,
                const AttentionSpec& spec, Tensor& out, Tensor* probs);
+// Paged attention (paged_attention_gpu.cu): split-K decode or flash prefill.
+void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
+                     Tensor& out, Tensor* scratch);
+int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec);
 // The portable tiled GEMM that linear() uses on HIP and as the fallback;
 // exposed so the tests check it on CUDA too.
 void tiled_linear_for_test(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y);
 // Largest head_dim the fused attention kernel holds in registers.
 constexpr int64_t kMaxAttentionHeadDim = 256;
+
+// Fused decode ops (qkv_rope_gpu.cu, activation_gpu.cu, embedding_gpu.cu,
+// logits_gpu.cu): enqueue work only, no allocation, copy or sync.
+void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                    const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
+                    int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
+void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out);
+void embedding(const Tensor& weight, const Tensor& ids, Tensor& out);
+void argmax_rows(const Tensor& logits, Tensor& ids);
+// linear() takes the GEMV kernel for rows <= kGemvMaxRows (linear_gpu.cu).
+constexpr int64_t kGemvMaxRows = 8;
 
 }  // namespace hipformers::kernels::gpu
 #endif

@@ -15,6 +15,11 @@ void embedding(const Tensor& weight, std::span<const int32_t> ids, Tensor& out) 
                 static_cast<std::size_t>(hidden) * sizeof(float));
 }
 
+void embedding(const Tensor& weight, const Tensor& ids, Tensor& out) {
+  // ops.cc has checked every id.
+  embedding(weight, std::span<const int32_t>(ids.data<int32_t>(), static_cast<std::size_t>(ids.numel())), out);
+}
+
 void embedding_backward(const Tensor& dout, std::span<const int32_t> ids, Tensor& dweight) {
   // Serial over tokens: the same id may repeat, so rows would race.
   const int64_t hidden = dweight.size(1);

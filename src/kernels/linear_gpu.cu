@@ -1,15 +1,30 @@
 // y[rows, out] = x[rows, in] W[out, in]^T (+ b), fp32 accumulation, one
 // rounding to the storage/emulated dtype after the bias add (as cpu::linear).
-// CUDA: cuBLASLt with CUBLAS_COMPUTE_32F (true fp32, never TF32: the fp32
-// parity bar is 1e-3 relative) and the bias fused in its epilogue, so the
-// bias is added before the single rounding. HIP (and any shape cuBLASLt has
-// no algorithm for): the tiled kernel below.
+// rows <= kGemvMaxRows (decode): the GEMV kernel below, which streams W once
+// at memory bandwidth (CUDA and HIP). Larger rows on CUDA: cuBLASLt with
+// CUBLAS_COMPUTE_32F (true fp32, never TF32: the fp32 parity bar is 1e-3
+// relative) and the bias fused in its epilogue, so the bias is added before
+// the single rounding; its descriptors and algorithm are cached per shape
+// (plan cache below). HIP (and any shape cuBLASLt has no algorithm for): the
+// tiled kernel below.
+//
+// Graph capture: every path only enqueues kernels. The first cuBLASLt call on
+// a device creates its handle and workspace (cudaMalloc), which a capturing
+// stream refuses, so run one eager linear with rows > kGemvMaxRows on each
+// device before capturing (a warm-up step does). A plan miss itself is host
+// work only, but an eager call per shape before capture keeps the heuristic
+// query out of the captured step as well.
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <tuple>
+#include <type_traits>
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/vec16.h"
 
 #if defined(HIPFORMERS_WITH_CUBLASLT)
 #include <cublasLt.h>
@@ -83,6 +98,212 @@ __global__ void round_kernel(float* y, int64_t n, int mode) {
 }
 #endif
 
+// ---- GEMV: rows <= kGemvMaxRows ------------------------------------------
+//
+// Layout. A warp owns kGemvFeatures (R = 4) consecutive output features; its
+// lanes split the in dimension in 16-byte vectors of W (8 bf16/f16 or 4 f32
+// values), lane l taking vectors l, l + S*warp, ... A block is 256 threads;
+// with split S > 1 the S warps of a group split K further (vectors
+// s*warp + l, ...) and their sums meet in shared memory. S grows (1, 2, 4, 8)
+// while the grid has fewer than ~24 warps per SM and every lane keeps at
+// least one vector, so small out (1024) still fills the GPU. x rows (at most
+// 8) are read as vectors through L1 (they are tiny and shared by all warps);
+// each W vector is converted once and used for every row: acc[row][feature]
+// in fp32 (fmaf). The R x ROWS sums leave the warp by a halving butterfly
+// (N - 1 shuffles for N sums instead of N log2(warp)). Bias is added before
+// the single rounding (round_to(mode), then the storage rounding), as the
+// tiled kernel does. W goes through streaming (evict-first) loads on CUDA.
+// Unaligned W/x or in % (16 / sizeof(T)) != 0 take the same kernel with
+// scalar loads.
+constexpr int kGemvThreads = 256;
+constexpr int kGemvFeatures = 4;
+
+template <typename T, bool kVec> struct GemvIO;
+template <typename T> struct GemvIO<T, true> {
+  static constexpr int V = kVec16<T>;
+  using Raw = uint4;
+  __device__ __forceinline__ static Raw load_w(const T* p) {
+#if defined(HIPFORMERS_WITH_CUDA)
+    return __ldcs(reinterpret_cast<const uint4*>(p));
+#else
+    return *reinterpret_cast<const uint4*>(p);
+#endif
+  }
+  __device__ __forceinline__ static Raw load_x(const T* p) {
+#if defined(HIPFORMERS_WITH_CUDA)
+    return __ldg(reinterpret_cast<const uint4*>(p));
+#else
+    return *reinterpret_cast<const uint4*>(p);
+#endif
+  }
+  __device__ __forceinline__ static float get(const Raw& r, int e) { return vec16_get<T>(r, e); }
+};
+template <typename T> struct GemvIO<T, false> {
+  static constexpr int V = 1;
+  using Raw = float;
+  __device__ __forceinline__ static Raw load_w(const T* p) { return load(p); }
+  __device__ __forceinline__ static Raw load_x(const T* p) { return load(p); }
+  __device__ __forceinline__ static float get(const Raw& r, int) { return r; }
+};
+
+// Sums acc[0..n) over the warp's lanes: each halving step (lanes at
+// distance `off`) keeps half of the values, so after log2(n) steps a lane
+// holds one sum, that of index `idx`; the remaining steps add plainly.
+template <int n, int off> __device__ __forceinline__ void butterfly_sum(float* acc, int lane, int& idx) {
+  if constexpr (off > 0) {
+    if constexpr (n > 1) {
+      constexpr int half = n / 2;
+      const bool upper = (lane & off) != 0;
+#pragma unroll
+      for (int i = 0; i < half; ++i) {
+        const float send = upper ? acc[i] : acc[i + half];
+        const float keep = upper ? acc[i + half] : acc[i];
+        acc[i] = keep + shfl_xor(send, off);
+      }
+      if (upper) idx += half;
+      butterfly_sum<half, off / 2>(acc, lane, idx);
+    } else {
+      acc[0] += shfl_xor(acc[0], off);
+      butterfly_sum<1, off / 2>(acc, lane, idx);
+    }
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void gemv_store(T* y, const T* bias, float v, int idx, int64_t f0, int rows, int64_t out_f,
+                                           int mode) {
+  const int r = idx / kGemvFeatures;
+  const int64_t c = f0 + idx % kGemvFeatures;
+  if (r >= rows || c >= out_f) return;
+  if (bias) v += load(bias + c);
+  store(y + r * out_f + c, round_to(v, mode));
+}
+
+template <typename T, int ROWS, bool kVec>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                                            const T* __restrict__ bias, T* __restrict__ y, int rows,
+                                                            int64_t out_f, int64_t in_f, int split, int mode) {
+  using IO = GemvIO<T, kVec>;
+  constexpr int R = kGemvFeatures, V = IO::V, N = ROWS * R;
+  constexpr int U = ROWS <= 2 ? 2 : 1;  // vectors per feature in flight per lane
+  static_assert(N <= kWarp, "one sum per lane after the butterfly");
+  __shared__ float partial[kGemvThreads / kWarp][N];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int groups = (kGemvThreads / kWarp) / split;  // feature groups per block
+  const int64_t f0 = (static_cast<int64_t>(blockIdx.x) * groups + warp / split) * R;
+  const int s = warp % split;
+  const T* wrow[R];
+#pragma unroll
+  for (int f = 0; f < R; ++f) wrow[f] = w + (f0 + f < out_f ? f0 + f : out_f - 1) * in_f;
+  const T* xrow[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) xrow[r] = x + static_cast<int64_t>(r < rows ? r : rows - 1) * in_f;
+  float acc[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc[i] = 0.0f;
+  const int64_t nv = in_f / V, step = static_cast<int64_t>(split) * kWarp;
+  for (int64_t j = static_cast<int64_t>(s) * kWarp + lane; j < nv; j += step * U) {
+    typename IO::Raw wv[U][R] = {};
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u * step < nv)
+#pragma unroll
+        for (int f = 0; f < R; ++f) wv[u][f] = IO::load_w(wrow[f] + (j + u * step) * V);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t jj = j + u * step;
+      if (jj >= nv) break;
+      float wf[R][V];
+#pragma unroll
+      for (int f = 0; f < R; ++f)
+#pragma unroll
+        for (int e = 0; e < V; ++e) wf[f][e] = IO::get(wv[u][f], e);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        const typename IO::Raw xv = IO::load_x(xrow[r] + jj * V);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const float xe = IO::get(xv, e);
+#pragma unroll
+          for (int f = 0; f < R; ++f) acc[r * R + f] = fmaf(xe, wf[f][e], acc[r * R + f]);
+        }
+      }
+    }
+  }
+  int idx = 0;
+  butterfly_sum<N, kWarp / 2>(acc, lane, idx);
+  const bool holder = lane % (kWarp / N) == 0;  // lanes holding distinct sums
+  if (split == 1) {
+    if (holder) gemv_store(y, bias, acc[0], idx, f0, rows, out_f, mode);
+    return;
+  }
+  if (holder) partial[warp][idx] = acc[0];
+  __syncthreads();
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < groups * N) {
+    const int g = tid / N, i = tid % N;
+    float v = partial[g * split][i];
+    for (int q = 1; q < split; ++q) v += partial[g * split + q][i];
+    gemv_store(y, bias, v, i, (static_cast<int64_t>(blockIdx.x) * groups + g) * R, rows, out_f, mode);
+  }
+}
+
+// SM count and warp width per device (cached; attribute queries are host-only).
+struct GemvDeviceInfo {
+  int sms = 0, warp = 0;
+};
+GemvDeviceInfo gemv_device_info(int device) {
+  static std::mutex mutex;
+  static std::map<int, GemvDeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mutex);
+  GemvDeviceInfo& info = infos[device];
+  if (info.sms == 0) {
+    gpuDeviceProp_t prop{};
+    check(gpuGetDeviceProperties(&prop, device), "gpuGetDeviceProperties");
+    info.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+    info.warp = prop.warpSize > 0 ? prop.warpSize : 32;
+  }
+  return info;
+}
+
+void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y, int64_t rows,
+                 gpuStream_t s) {
+  const int64_t out_f = weight.size(0), in_f = weight.size(1);
+  const GemvDeviceInfo info = gemv_device_info(x.device().index);
+  const int warps = kGemvThreads / info.warp;
+  const int64_t groups = (out_f + kGemvFeatures - 1) / kGemvFeatures;
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) && aligned16(x.raw_data());
+    const int64_t nv = vec ? in_f / kVec16<T> : in_f;
+    int split = 1;
+    while (split < warps && groups * split < static_cast<int64_t>(info.sms) * 24 &&
+           nv >= static_cast<int64_t>(split) * 2 * info.warp)
+      split *= 2;
+    const int64_t per_block = warps / split;
+    const auto blocks = static_cast<unsigned>((groups + per_block - 1) / per_block);
+    const T* xp = static_cast<const T*>(x.raw_data());
+    const T* wp = static_cast<const T*>(weight.raw_data());
+    const T* bp = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
+    T* yp = static_cast<T*>(y.mutable_raw_data());
+    const int mode = round_mode(dtype);
+    auto launch = [&](auto rows_tag, auto vec_tag) {
+      gemv_kernel<T, decltype(rows_tag)::value, decltype(vec_tag)::value><<<blocks, kGemvThreads, 0, s>>>(
+          xp, wp, bp, yp, static_cast<int>(rows), out_f, in_f, split, mode);
+    };
+    auto by_rows = [&](auto vec_tag) {
+      if (rows == 1) launch(std::integral_constant<int, 1>{}, vec_tag);
+      else if (rows == 2) launch(std::integral_constant<int, 2>{}, vec_tag);
+      else if (rows <= 4) launch(std::integral_constant<int, 4>{}, vec_tag);
+      else launch(std::integral_constant<int, 8>{}, vec_tag);
+    };
+    if (vec) by_rows(std::true_type{});
+    else by_rows(std::false_type{});
+  });
+  check_launch("gemv_linear");
+}
+static_assert(kGemvMaxRows <= 8, "gemv_kernel instantiates row buckets up to 8");
+
 void tiled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y, int64_t rows,
                   gpuStream_t s) {
   const int64_t out_f = weight.size(0), in_f = weight.size(1);
@@ -124,59 +345,68 @@ LtContext& lt_context(int device) {
   return c;
 }
 
-// Returns false when cuBLASLt offers no algorithm (the caller falls back).
-bool cublaslt_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, int64_t rows,
-                     gpuStream_t s) {
-  const int64_t out_f = weight.size(0), in_f = weight.size(1);
-  const cudaDataType_t type = x.dtype() == DType::kBF16 ? CUDA_R_16BF : x.dtype() == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
-  LtContext& ctx = lt_context(weight.device().index);
-  // Column-major view: y^T[out, rows] = op(W)[out, in] * x^T[in, rows], with W
-  // stored as [in, out] column-major (ld in) and transposed.
+// A cached matmul for one (device, rows, out, in, dtype, bias or not,
+// operand alignments): descriptors, layouts and the heuristic's algorithm
+// (or the finding that there is none). Only the bias pointer changes per
+// call; it is set and the matmul enqueued under the plan's mutex, so threads
+// sharing a plan do not race on the descriptor.
+struct LtPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  struct Cleanup {
-    cublasLtMatmulDesc_t& op;
-    cublasLtMatrixLayout_t &a, &b, &c;
-    cublasLtMatmulPreference_t& pref;
-    ~Cleanup() {
-      if (pref) cublasLtMatmulPreferenceDestroy(pref);
-      if (c) cublasLtMatrixLayoutDestroy(c);
-      if (b) cublasLtMatrixLayoutDestroy(b);
-      if (a) cublasLtMatrixLayoutDestroy(a);
-      if (op) cublasLtMatmulDescDestroy(op);
-    }
-  } cleanup{op, a, b, c, pref};
-  check_blas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  cublasLtMatmulAlgo_t algo{};
+  bool ok = false;
+  std::mutex mutex;
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {  // only a plan whose construction threw is ever destroyed
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+using LtPlanKey = std::tuple<int, int64_t, int64_t, int64_t, int, bool, uint32_t, uint32_t, uint32_t>;
+
+// cuBLASLt assumes 256-byte-aligned operands unless told otherwise; views
+// such as the last row of a [T, hidden] tensor can be less aligned.
+uint32_t lt_alignment(const void* p) {
+  uint32_t a = 256;
+  while (a > 1 && reinterpret_cast<std::uintptr_t>(p) % a) a /= 2;
+  return a;
+}
+
+void build_plan(LtPlan& plan, const LtContext& ctx, cudaDataType_t type, int64_t rows, int64_t out_f, int64_t in_f,
+                const void* bias_ptr, uint32_t align_a, uint32_t align_b, uint32_t align_c) {
+  // Column-major view: y^T[out, rows] = op(W)[out, in] * x^T[in, rows], with W
+  // stored as [in, out] column-major (ld in) and transposed.
+  check_blas(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-  check_blas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)), "TRANSA");
-  check_blas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans)), "TRANSB");
-  if (bias.defined()) {
+  check_blas(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)), "TRANSA");
+  check_blas(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans)),
+             "TRANSB");
+  if (bias_ptr) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    const void* bias_ptr = bias.raw_data();
-    check_blas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+    check_blas(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
                "EPILOGUE");
-    check_blas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr)),
-               "BIAS_POINTER");
-    check_blas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
+    check_blas(
+        cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr)),
+        "BIAS_POINTER");
+    check_blas(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
                "BIAS_DATA_TYPE");
   }
-  check_blas(cublasLtMatrixLayoutCreate(&a, type, in_f, out_f, in_f), "layout A");
-  check_blas(cublasLtMatrixLayoutCreate(&b, type, in_f, rows, in_f), "layout B");
-  check_blas(cublasLtMatrixLayoutCreate(&c, type, out_f, rows, out_f), "layout C");
+  check_blas(cublasLtMatrixLayoutCreate(&plan.a, type, in_f, out_f, in_f), "layout A");
+  check_blas(cublasLtMatrixLayoutCreate(&plan.b, type, in_f, rows, in_f), "layout B");
+  check_blas(cublasLtMatrixLayoutCreate(&plan.c, type, out_f, rows, out_f), "layout C");
+  cublasLtMatmulPreference_t pref = nullptr;
   check_blas(cublasLtMatmulPreferenceCreate(&pref), "preference");
+  struct PrefCleanup {
+    cublasLtMatmulPreference_t& pref;
+    ~PrefCleanup() { cublasLtMatmulPreferenceDestroy(pref); }
+  } cleanup{pref};
   check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                   &ctx.workspace_bytes, sizeof(ctx.workspace_bytes)),
              "workspace preference");
-  // cuBLASLt assumes 256-byte-aligned operands unless told otherwise; views
-  // such as the last row of a [T, hidden] tensor can be less aligned.
-  auto alignment = [](const void* p) {
-    uint32_t a = 256;
-    while (a > 1 && reinterpret_cast<std::uintptr_t>(p) % a) a /= 2;
-    return a;
-  };
-  const uint32_t align_a = alignment(weight.raw_data()), align_b = alignment(x.raw_data()),
-                 align_c = alignment(y.raw_data());
   check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
                                                   sizeof(align_a)), "alignment A");
   check_blas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
@@ -187,13 +417,49 @@ bool cublaslt_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, 
                                                   sizeof(align_c)), "alignment D");
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(ctx.handle, op, a, b, c, c, pref, 1, &heuristic, &found) !=
-          CUBLAS_STATUS_SUCCESS ||
-      found == 0)
-    return false;
+  plan.ok = cublasLtMatmulAlgoGetHeuristic(ctx.handle, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &heuristic,
+                                           &found) == CUBLAS_STATUS_SUCCESS &&
+            found > 0;
+  if (plan.ok) plan.algo = heuristic.algo;
+}
+
+// The plan for this call, built on first use. Plans live as long as the
+// process (like the handles), so a captured graph never outlives them.
+LtPlan& lt_plan(const LtContext& ctx, int device, cudaDataType_t type, int64_t rows, int64_t out_f, int64_t in_f,
+                const void* bias_ptr, uint32_t align_a, uint32_t align_b, uint32_t align_c) {
+  static std::mutex mutex;
+  static auto* plans = new std::map<LtPlanKey, std::unique_ptr<LtPlan>>();  // never destroyed
+  const LtPlanKey key{device, rows, out_f, in_f, static_cast<int>(type), bias_ptr != nullptr, align_a, align_b,
+                      align_c};
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<LtPlan>& slot = (*plans)[key];
+  if (!slot) {
+    auto plan = std::make_unique<LtPlan>();
+    build_plan(*plan, ctx, type, rows, out_f, in_f, bias_ptr, align_a, align_b, align_c);
+    slot = std::move(plan);  // only complete plans enter the cache (a throw leaves none)
+  }
+  return *slot;
+}
+
+// Returns false when cuBLASLt offers no algorithm (the caller falls back).
+bool cublaslt_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, int64_t rows,
+                     gpuStream_t s) {
+  const int64_t out_f = weight.size(0), in_f = weight.size(1);
+  const cudaDataType_t type = x.dtype() == DType::kBF16 ? CUDA_R_16BF : x.dtype() == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
+  const int device = weight.device().index;
+  LtContext& ctx = lt_context(device);
+  const void* bias_ptr = bias.defined() ? bias.raw_data() : nullptr;
+  LtPlan& plan = lt_plan(ctx, device, type, rows, out_f, in_f, bias_ptr, lt_alignment(weight.raw_data()),
+                         lt_alignment(x.raw_data()), lt_alignment(y.raw_data()));
+  if (!plan.ok) return false;
   const float alpha = 1.0f, beta = 0.0f;
-  check_blas(cublasLtMatmul(ctx.handle, op, &alpha, weight.raw_data(), a, x.raw_data(), b, &beta,
-                            y.mutable_raw_data(), c, y.mutable_raw_data(), c, &heuristic.algo, ctx.workspace,
+  std::lock_guard<std::mutex> lock(plan.mutex);
+  if (bias_ptr)
+    check_blas(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                              sizeof(bias_ptr)),
+               "BIAS_POINTER");
+  check_blas(cublasLtMatmul(ctx.handle, plan.op, &alpha, weight.raw_data(), plan.a, x.raw_data(), plan.b, &beta,
+                            y.mutable_raw_data(), plan.c, y.mutable_raw_data(), plan.c, &plan.algo, ctx.workspace,
                             ctx.workspace_bytes, s),
              "cublasLtMatmul");
   return true;
@@ -208,6 +474,7 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
   const int64_t rows = x.numel() / in_f;
   if (rows == 0 || weight.size(0) == 0) return;
   gpuStream_t s = stream_for(x.device().index);
+  if (rows <= kGemvMaxRows) return gemv_linear(x, weight, bias, dtype, y, rows, s);
 #if defined(HIPFORMERS_WITH_CUBLASLT)
   if (cublaslt_linear(x, weight, bias, y, rows, s)) {
     // cuBLASLt rounds once into the storage dtype; an F32 tensor emulating a

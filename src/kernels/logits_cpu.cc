@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "backend.h"
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/logits.h"
 
@@ -48,4 +49,15 @@ std::vector<int64_t> top_k(std::span<const float> values, int64_t k) {
   return idx;
 }
 
+namespace cpu {
+
+void argmax_rows(const Tensor& logits, Tensor& ids) {
+  const int64_t B = logits.size(0), V = logits.size(1);
+  const float* x = logits.data<float>();
+  int32_t* out = ids.mutable_data<int32_t>();
+  for (int64_t b = 0; b < B; ++b)
+    out[b] = static_cast<int32_t>(argmax(std::span<const float>(x + b * V, static_cast<std::size_t>(V))));
+}
+
+}  // namespace cpu
 }  // namespace hipformers::kernels

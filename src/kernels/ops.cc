@@ -1,6 +1,7 @@
 // Argument checks (shapes, dtypes, devices) and device dispatch for every op.
 // User-reachable mistakes surface here as hipformers::Error, so backends can
 // assume well-formed arguments.
+#include <cstdint>
 #include <string>
 
 #include "backend.h"
@@ -61,6 +62,14 @@ void require(bool ok, const char* op, const std::string& what) {
   if (!ok) throw_invalid(std::string(op) + ": " + what);
 }
 
+// An I32 index tensor (token ids, positions, block tables) on `device`.
+void require_index(const char* op, const Tensor& t, const Device& device, const char* name) {
+  require(t.defined(), op, std::string(name) + " is undefined");
+  require(t.dtype() == DType::kI32, op, std::string(name) + " must be I32, not " + dtype_name(t.dtype()));
+  require(t.device() == device, op,
+          std::string(name) + " is on " + t.device().str() + ", the other tensors on " + device.str());
+}
+
 }  // namespace
 
 void embedding(const Tensor& weight, std::span<const int32_t> ids, Tensor& out) {
@@ -73,6 +82,21 @@ void embedding(const Tensor& weight, std::span<const int32_t> ids, Tensor& out) 
       throw_invalid("token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) +
                     " is out of range for a vocabulary of " + std::to_string(weight.size(0)));
   if (!d.is_cpu()) return HF_ON_GPU("embedding", d, gpu::embedding(weight, ids, out));
+  cpu::embedding(weight, ids, out);
+}
+
+void embedding(const Tensor& weight, const Tensor& ids, Tensor& out) {
+  Device d = common_device("embedding", {&weight, &out});
+  require_index("embedding", ids, d, "ids");
+  require(weight.ndim() == 2 && ids.ndim() == 1 && out.numel() == ids.numel() * weight.size(1), "embedding",
+          "weight " + weight.shape().str() + " and output " + out.shape().str() + " do not fit ids " +
+              ids.shape().str());
+  if (!d.is_cpu()) return HF_ON_GPU("embedding", d, gpu::embedding(weight, ids, out));
+  const int32_t* id = ids.data<int32_t>();
+  for (int64_t t = 0; t < ids.numel(); ++t)
+    if (id[t] < 0 || id[t] >= weight.size(0))
+      throw_invalid("token id " + std::to_string(id[t]) + " at position " + std::to_string(t) +
+                    " is out of range for a vocabulary of " + std::to_string(weight.size(0)));
   cpu::embedding(weight, ids, out);
 }
 
@@ -180,6 +204,16 @@ void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out
   cpu::silu_and_mul(gate, up, dtype, out);
 }
 
+void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out) {
+  Device d = common_device("silu_and_mul_packed", {&gate_up, &out});
+  require(out.ndim() >= 1 && gate_up.ndim() >= 1 && gate_up.size(-1) == 2 * out.size(-1) &&
+              gate_up.numel() == 2 * out.numel(),
+          "silu_and_mul_packed",
+          "gate_up " + gate_up.shape().str() + " is not [N, 2I] for an output " + out.shape().str() + " [N, I]");
+  if (!d.is_cpu()) return HF_ON_GPU("silu_and_mul_packed", d, gpu::silu_and_mul_packed(gate_up, dtype, out));
+  cpu::silu_and_mul_packed(gate_up, dtype, out);
+}
+
 void silu_and_mul_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate, Tensor& dup) {
   Device d = common_device("silu_and_mul_backward", {&dout, &gate, &up, &dgate, &dup});
   require(gate.numel() == up.numel() && dout.numel() == gate.numel() && dgate.numel() == gate.numel() &&
@@ -233,6 +267,75 @@ void attention(const Tensor& q, std::span<const int64_t> positions, const KVCach
     return HF_ON_GPU("attention", d, gpu::attention(q, positions, cache, spec, out, probs));
   }
   cpu::attention(q, positions, cache, spec, out, probs);
+}
+
+void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                    const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
+                    int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out) {
+  const char* op = "qkv_rope_write";
+  Device d = common_device(op, {&qkv, &q_norm, &k_norm, &cache.k, &cache.v, &q_out}, {&inv_freq});
+  require(heads > 0 && kv_heads > 0, op,
+          "heads (" + std::to_string(heads) + ") and kv_heads (" + std::to_string(kv_heads) + ") must be positive");
+  require(cache.k.ndim() == 4 && cache.k.size(1) == kv_heads && cache.k.size(2) == kKVPageSize &&
+              cache.k.size(3) > 0 && cache.k.size(3) % 2 == 0 && cache.v.shape() == cache.k.shape(),
+          op, "the k/v pools " + cache.k.shape().str() + " / " + cache.v.shape().str() + " are not [num_pages, " +
+                  std::to_string(kv_heads) + ", " + std::to_string(kKVPageSize) + ", even head_dim]");
+  const int64_t D = cache.k.size(3), T = batch.num_tokens;
+  require(T >= 0 && batch.num_seqs >= 0, op, "negative num_tokens or num_seqs");
+  require(qkv.numel() == T * (heads + 2 * kv_heads) * D && q_out.numel() == T * heads * D, op,
+          "qkv " + qkv.shape().str() + " / q_out " + q_out.shape().str() + " do not fit " + std::to_string(T) +
+              " tokens of " + std::to_string(heads) + " + 2 x " + std::to_string(kv_heads) + " heads of " +
+              std::to_string(D));
+  require(q_norm.defined() == k_norm.defined(), op, "q_norm and k_norm must both be given or both be absent");
+  if (q_norm.defined())
+    require(q_norm.numel() == D && k_norm.numel() == D, op,
+            "q_norm " + q_norm.shape().str() + " / k_norm " + k_norm.shape().str() + " are not [" +
+                std::to_string(D) + "]");
+  require(inv_freq.defined() && inv_freq.numel() == D / 2, op,
+          "inv_freq must hold head_dim / 2 = " + std::to_string(D / 2) + " values");
+  require_index(op, batch.positions, d, "positions");
+  require_index(op, batch.token_seq, d, "token_seq");
+  require_index(op, batch.block_table, d, "block_table");
+  require(batch.positions.numel() >= T && batch.token_seq.numel() >= T, op,
+          "positions / token_seq hold fewer than " + std::to_string(T) + " tokens");
+  require(batch.block_table.ndim() == 2 && batch.block_table.size(0) >= batch.num_seqs, op,
+          "block_table " + batch.block_table.shape().str() + " is not [num_seqs, max_pages_per_seq]");
+  if (T == 0) return;
+  // On a GPU the index values stay on the device (no sync): a token whose
+  // sequence, position or page is out of range gets no cache write there.
+  if (!d.is_cpu())
+    return HF_ON_GPU(op, d,
+                     gpu::qkv_rope_write(qkv, q_norm, k_norm, eps, inv_freq, attention_scaling, batch, heads, kv_heads,
+                                         dtype, cache, q_out));
+  const int32_t* pos = batch.positions.data<int32_t>();
+  const int32_t* seq = batch.token_seq.data<int32_t>();
+  const int32_t* table = batch.block_table.data<int32_t>();
+  const int64_t max_pages = batch.block_table.size(1), num_pages = cache.k.size(0);
+  for (int64_t t = 0; t < T; ++t) {
+    const std::string token = "token " + std::to_string(t);
+    require(seq[t] >= 0 && seq[t] < batch.num_seqs, op,
+            token + ": sequence " + std::to_string(seq[t]) + " is outside [0, " + std::to_string(batch.num_seqs) + ")");
+    require(pos[t] >= 0 && pos[t] / kKVPageSize < max_pages, op,
+            token + ": position " + std::to_string(pos[t]) + " is outside the block table (" +
+                std::to_string(max_pages) + " pages)");
+    const int32_t page = table[seq[t] * max_pages + pos[t] / kKVPageSize];
+    require(page >= 0 && page < num_pages, op,
+            token + ": page " + std::to_string(page) + " is outside the pool of " + std::to_string(num_pages));
+  }
+  cpu::qkv_rope_write(qkv, q_norm, k_norm, eps, inv_freq, attention_scaling, batch, heads, kv_heads, dtype, cache,
+                      q_out);
+}
+
+void argmax_rows(const Tensor& logits, Tensor& ids) {
+  const char* op = "argmax_rows";
+  Device d = common_device(op, {&logits});
+  require_index(op, ids, d, "ids");
+  require(logits.ndim() == 2 && logits.size(1) > 0 && ids.numel() == logits.size(0), op,
+          "logits " + logits.shape().str() + " must be [B, V > 0] with ids [B], got ids " + ids.shape().str());
+  require(logits.size(1) <= INT32_MAX, op, "a row of more than 2^31 - 1 logits");
+  if (logits.size(0) == 0) return;
+  if (!d.is_cpu()) return HF_ON_GPU(op, d, gpu::argmax_rows(logits, ids));
+  cpu::argmax_rows(logits, ids);
 }
 
 }  // namespace hipformers::kernels

@@ -11,5 +11,9 @@ namespace hipformers::kernels {
 // gate, up, out: same shape; out may alias gate or up.
 void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out);
 void silu_and_mul_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate, Tensor& dup);
+// The same on the fused gate|up projection output: gate_up [N, 2I], each row
+// gate (I values) then up (I values); out [N, I]. Rounds exactly as
+// silu_and_mul on the two halves. Enqueues GPU work only (graph-capturable).
+void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out);
 
 }  // namespace hipformers::kernels

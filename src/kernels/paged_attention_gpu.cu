@@ -1,0 +1,790 @@
+// Attention over the paged KV cache (paged_attention.h) on the GPU.
+//
+// Decode (every sequence has exactly one query: num_tokens == num_seqs and
+// max_query_len == 1): split-K "flash-decoding". Grid (split, kv head x head
+// chunk, sequence); a block handles up to kG query heads sharing one kv head,
+// so each key/value row is read once for all of them, over a fixed range of
+// pages_per_split pages. Launch sizes depend only on host-known bounds
+// (num_seqs, max_seq_len); seq_lens is read on the device and blocks past a
+// sequence's end (or before its sliding window) exit at once, so a captured
+// graph can be replayed with other lengths. With one split the block writes
+// the output; otherwise it writes its partial (max, sum, acc[D]) to the F32
+// scratch and a small merge kernel combines the splits.
+//
+// Prefill (anything else: ragged batches of any query counts, causal, sliding
+// window, GQA): flash-attention-2 style. A block takes a tile of queries of
+// one (sequence, head) and walks the visible key tiles with an online softmax.
+//   CUDA with BF16/F16 storage and head_dim 64 or 128: tensor cores through
+//     nvcuda::wmma (16x16x16, fp32 accumulate), 64 queries x 64 keys (one page)
+//     per step, 4 warps of 16 query rows each.
+//   Otherwise (F32, which stays fp32 with no TF32; HIP; other head dims): a
+//     portable tiled SIMT kernel in fp32 with shared-memory tiles.
+//
+// Rounding (sdpa, like the CPU reference and attention_gpu.cu): scores in
+// fp32, p = round(exp(s - running max)) to spec.dtype before the p.v product
+// (accumulated in fp32), the sum over the unrounded exponentials, output
+// rounded once. The running max advances per key tile here instead of per key,
+// so bf16/f16 outputs can differ from the CPU in the last place.
+#include <climits>
+#include <limits>
+
+#include "backend.h"
+#include "gpu/gpu_types.h"
+
+#if defined(HIPFORMERS_WITH_CUDA)
+#include <mma.h>
+#endif
+
+namespace hipformers::kernels::gpu {
+namespace {
+
+constexpr int kPage = static_cast<int>(kKVPageSize);
+// Decode: blocks to aim for (a few per SM of the largest GPUs) when choosing
+// how many splits a sequence's pages get.
+constexpr int64_t kDecodeTargetBlocks = 512;
+constexpr int kDecodeThreads = 128;
+constexpr int kPrefillThreads = 128;
+
+__device__ __forceinline__ float neg_inf() { return -std::numeric_limits<float>::infinity(); }
+
+// ---- Vector loads ------------------------------------------------------------
+// kVec elements of T from a (kVec * sizeof(T))-byte aligned address, converted
+// to float exactly as load() does.
+template <typename T> __device__ __forceinline__ float from_bits(uint32_t bits);
+template <> __device__ __forceinline__ float from_bits<float>(uint32_t bits) { return __uint_as_float(bits); }
+template <> __device__ __forceinline__ float from_bits<gpu_bf16>(uint32_t bits) {
+  return bf16_bits_to_float(static_cast<uint16_t>(bits));
+}
+template <> __device__ __forceinline__ float from_bits<gpu_half>(uint32_t bits) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+}
+
+template <typename T, int kVec> __device__ __forceinline__ void load_vec(const T* p, float (&out)[kVec]) {
+  constexpr int kBytes = kVec * static_cast<int>(sizeof(T));
+  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "vector loads of 4, 8 or 16 bytes");
+  uint32_t w[kBytes / 4];
+  if constexpr (kBytes == 16) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    w[0] = u.x;
+    w[1] = u.y;
+    w[2] = u.z;
+    w[3] = u.w;
+  } else if constexpr (kBytes == 8) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    w[0] = u.x;
+    w[1] = u.y;
+  } else {
+    w[0] = *reinterpret_cast<const uint32_t*>(p);
+  }
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    if constexpr (sizeof(T) == 4) out[i] = from_bits<T>(w[i]);
+    else out[i] = from_bits<T>((w[i / 2] >> (16 * (i % 2))) & 0xffffu);
+  }
+}
+
+// ---- Decode: split-K ---------------------------------------------------------
+// kD: the largest head_dim handled (runtime D <= kD, D a multiple of kVec);
+// kLanes lanes share one key row, each loading kVec elements at a time
+// (kLanes <= 32, so a row's lanes sit in one warp of either width); kG query
+// heads per block.
+template <typename T, int kD, int kVec, int kLanes, int kG>
+__global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
+    const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
+    float* __restrict__ partial, const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
+    const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, int head_chunks,
+    int D, float scale, int window, int mode, int pages_per_split, int splits) {
+  constexpr int kChunks = kD / (kVec * kLanes);  // vectors per lane
+  constexpr int kPer = kChunks * kVec;           // dims per lane
+  constexpr int kRows = kDecodeThreads / kLanes; // key rows in flight
+  constexpr int kWarps = kDecodeThreads / kWarp;
+  constexpr int kKeysPerLane = kPage / kWarp;    // softmax: keys of a tile per lane
+  static_assert(kLanes <= 32 && kD % (kVec * kLanes) == 0 && kPage % kRows == 0, "decode tiling");
+  __shared__ float s_p[kG][kPage];
+  __shared__ float s_corr[kG], s_m[kG], s_l[kG];
+  __shared__ float s_red[kG][kD];
+
+  const int b = blockIdx.z, split = blockIdx.x;
+  const int g = blockIdx.y / head_chunks, chunk = blockIdx.y % head_chunks;
+  const int h0 = g * group + chunk * kG;
+  const int ng = min(kG, group - chunk * kG);
+  const int len = seq_lens[b];
+  const int pos = len - 1;
+  const int first = window > 0 ? max(0, pos - window + 1) : 0;
+  const int span = pages_per_split * kPage;
+  const int begin = max(split * span, first), end = min(split * span + span, len);
+  if (begin >= end) return;  // the merge kernel skips this split too
+  const int row = query_start[b];
+  const int lane = threadIdx.x % kLanes, rgroup = threadIdx.x / kLanes;
+  const int wlane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+
+  float qr[kG][kPer], acc[kG][kPer];
+#pragma unroll
+  for (int gg = 0; gg < kG; ++gg)
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int d0 = (c * kLanes + lane) * kVec;
+      float v[kVec];
+      if (gg < ng && d0 < D) load_vec<T, kVec>(q + (static_cast<int64_t>(row) * heads + h0 + gg) * D + d0, v);
+      else
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        qr[gg][c * kVec + e] = v[e];
+        acc[gg][c * kVec + e] = 0.0f;
+      }
+    }
+  // Running max and sum of head gg live in warp gg % kWarps (every lane).
+  float m[kG], l[kG];
+#pragma unroll
+  for (int gg = 0; gg < kG; ++gg) {
+    m[gg] = neg_inf();
+    l[gg] = 0.0f;
+  }
+
+  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
+  for (int ts = begin / kPage * kPage; ts < end; ts += kPage) {
+    const int64_t base = (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
+    const T* kb = kpool + base;
+    const T* vb = vpool + base;
+    // Scores of this page's keys for every head.
+    for (int j = rgroup; j < kPage; j += kRows) {
+      const int key = ts + j;
+      const bool valid = key >= begin && key < end;
+      float s[kG];
+#pragma unroll
+      for (int gg = 0; gg < kG; ++gg) s[gg] = 0.0f;
+      if (valid) {
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+          const int d0 = (c * kLanes + lane) * kVec;
+          if (d0 < D) {
+            float kv[kVec];
+            load_vec<T, kVec>(kb + static_cast<int64_t>(j) * D + d0, kv);
+#pragma unroll
+            for (int gg = 0; gg < kG; ++gg)
+#pragma unroll
+              for (int e = 0; e < kVec; ++e) s[gg] = fmaf(qr[gg][c * kVec + e], kv[e], s[gg]);
+          }
+        }
+      }
+#pragma unroll
+      for (int gg = 0; gg < kG; ++gg) s[gg] = warp_sum<kLanes>(s[gg]);
+      if (lane == 0)
+#pragma unroll
+        for (int gg = 0; gg < kG; ++gg) s_p[gg][j] = valid ? s[gg] * scale : neg_inf();
+    }
+    __syncthreads();
+    // Online softmax per head over the page: new max, rounded probabilities.
+#pragma unroll
+    for (int gg = 0; gg < kG; ++gg) {
+      if (gg % kWarps != warp || gg >= ng) continue;
+      float sv[kKeysPerLane];
+      float tmax = neg_inf();
+#pragma unroll
+      for (int i = 0; i < kKeysPerLane; ++i) {
+        sv[i] = s_p[gg][wlane + i * kWarp];
+        tmax = fmaxf(tmax, sv[i]);
+      }
+      tmax = warp_max(tmax);
+      const float m_new = fmaxf(m[gg], tmax);  // finite: every page holds a visible key
+      const float corr = expf(m[gg] - m_new);
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kKeysPerLane; ++i) {
+        const float e = expf(sv[i] - m_new);  // 0 for masked keys
+        sum += e;
+        s_p[gg][wlane + i * kWarp] = round_to(e, mode);
+      }
+      l[gg] = l[gg] * corr + warp_sum(sum);
+      m[gg] = m_new;
+      if (wlane == 0) s_corr[gg] = corr;
+    }
+    __syncthreads();
+    // acc = acc * corr + p . v
+#pragma unroll
+    for (int gg = 0; gg < kG; ++gg) {
+      const float corr = gg < ng ? s_corr[gg] : 1.0f;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) acc[gg][i] *= corr;
+    }
+    for (int j = rgroup; j < kPage; j += kRows) {
+      const int key = ts + j;
+      if (key < begin || key >= end) continue;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int d0 = (c * kLanes + lane) * kVec;
+        if (d0 < D) {
+          float vv[kVec];
+          load_vec<T, kVec>(vb + static_cast<int64_t>(j) * D + d0, vv);
+#pragma unroll
+          for (int gg = 0; gg < kG; ++gg) {
+            const float p = s_p[gg][j];
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc[gg][c * kVec + e] = fmaf(p, vv[e], acc[gg][c * kVec + e]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // s_p is rewritten by the next page
+  }
+
+  // Sum the row groups' accumulators: first within each warp, then across warps.
+#pragma unroll
+  for (int off = kLanes; off < kWarp; off *= 2)
+#pragma unroll
+    for (int gg = 0; gg < kG; ++gg)
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) acc[gg][i] += shfl_xor(acc[gg][i], off);
+#pragma unroll
+  for (int gg = 0; gg < kG; ++gg)
+    if (gg % kWarps == warp && wlane == 0) {
+      s_m[gg] = m[gg];
+      s_l[gg] = l[gg];
+    }
+  for (int w = 0; w < kWarps; ++w) {
+    if (warp == w && wlane < kLanes)
+#pragma unroll
+      for (int gg = 0; gg < kG; ++gg)
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const int d = (c * kLanes + lane) * kVec + e;
+            if (w == 0) s_red[gg][d] = acc[gg][c * kVec + e];
+            else s_red[gg][d] += acc[gg][c * kVec + e];
+          }
+    __syncthreads();
+  }
+  for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads) {
+    const int gg = idx / D, d = idx % D, h = h0 + gg;
+    if (splits == 1) {
+      store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(s_red[gg][d] / s_l[gg], mode));
+    } else {
+      float* p = partial + ((static_cast<int64_t>(b) * heads + h) * splits + split) * (D + 2);
+      if (d == 0) {
+        p[0] = s_m[gg];
+        p[1] = s_l[gg];
+      }
+      p[2 + d] = s_red[gg][d];
+    }
+  }
+}
+
+// Combines the splits of one (sequence, head): the splits that hold visible
+// keys are exactly [first / span, (len - 1) / span].
+template <typename T>
+__global__ void __launch_bounds__(kDecodeThreads) paged_decode_merge_kernel(
+    const float* __restrict__ partial, T* __restrict__ out, const int32_t* __restrict__ query_start,
+    const int32_t* __restrict__ seq_lens, int heads, int D, int window, int span, int splits, int mode) {
+  const int h = blockIdx.x, b = blockIdx.y;
+  const int len = seq_lens[b];
+  T* y = out + (static_cast<int64_t>(query_start[b]) * heads + h) * D;
+  if (len <= 0) {
+    for (int d = threadIdx.x; d < D; d += kDecodeThreads) store(y + d, 0.0f);
+    return;
+  }
+  const int pos = len - 1;
+  const int first = window > 0 ? max(0, pos - window + 1) : 0;
+  const int s0 = first / span, s1 = min(pos / span, splits - 1);
+  const float* p = partial + (static_cast<int64_t>(b) * heads + h) * splits * (D + 2);
+  float mx = neg_inf();
+  for (int s = s0; s <= s1; ++s) mx = fmaxf(mx, p[static_cast<int64_t>(s) * (D + 2)]);
+  float sum = 0.0f;
+  for (int s = s0; s <= s1; ++s) {
+    const float* ps = p + static_cast<int64_t>(s) * (D + 2);
+    sum += ps[1] * expf(ps[0] - mx);
+  }
+  for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
+    float a = 0.0f;
+    for (int s = s0; s <= s1; ++s) {
+      const float* ps = p + static_cast<int64_t>(s) * (D + 2);
+      a = fmaf(ps[2 + d], expf(ps[0] - mx), a);
+    }
+    store(y + d, round_to(a / sum, mode));
+  }
+}
+
+// ---- Prefill: portable tiled SIMT kernel --------------------------------------
+// 128 threads as 8 row groups (ty) x 16 column lanes (tx): a thread holds
+// kBQ/8 query rows, kBK/16 key columns of the score tile and kD/16 output
+// dims per row. Tiles padded by one float per row (no bank conflicts).
+constexpr int kTX = 16, kTY = kPrefillThreads / kTX;
+
+template <typename T, int kD, int kBQ, int kBK>
+__global__ void __launch_bounds__(kPrefillThreads) paged_prefill_simt_kernel(
+    const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
+    const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
+    const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, int D,
+    float scale, int window, int mode) {
+  constexpr int kRI = kBQ / kTY, kCJ = kBK / kTX, kDJ = kD / kTX;
+  static_assert(kBQ % kTY == 0 && kBK % kTX == 0 && kD % kTX == 0 && kPage % kBK == 0, "prefill tiling");
+  __shared__ float s_q[kBQ][kD + 1];
+  __shared__ float s_kv[kBK][kD + 1];
+  __shared__ float s_p[kBQ][kBK + 1];
+
+  const int b = blockIdx.z, h = blockIdx.y, g = h / group;
+  const int tile = static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x);  // longest tiles first
+  const int q_begin = query_start[b], n = query_start[b + 1] - q_begin;
+  const int q0 = tile * kBQ;
+  if (q0 >= n) return;
+  const int nq = min(kBQ, n - q0);
+  const int len = seq_lens[b];
+  const int pos0 = len - n + q0, pos_last = pos0 + nq - 1;
+  const int first0 = window > 0 ? max(0, pos0 - window + 1) : 0;
+  const int tx = threadIdx.x % kTX, ty = threadIdx.x / kTX;
+  const int64_t q_row0 = static_cast<int64_t>(q_begin) + q0;
+
+  for (int e = threadIdx.x; e < kBQ * kD; e += kPrefillThreads) {
+    const int r = e / kD, d = e % kD;
+    s_q[r][d] = r < nq && d < D ? load(q + ((q_row0 + r) * heads + h) * D + d) : 0.0f;
+  }
+  float m[kRI], l[kRI], acc[kRI][kDJ];
+#pragma unroll
+  for (int i = 0; i < kRI; ++i) {
+    m[i] = neg_inf();
+    l[i] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kDJ; ++j) acc[i][j] = 0.0f;
+  }
+  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
+  // Rows [kt, kt + kBK) of one page into s_kv, zeros past the sequence's end
+  // (those slots were never written).
+  auto load_tile = [&](const T* pool, int kt) {
+    const int64_t base = ((static_cast<int64_t>(table[kt / kPage]) * kv_heads + g) * kPage + kt % kPage) * D;
+    for (int e = threadIdx.x; e < kBK * kD; e += kPrefillThreads) {
+      const int c = e / kD, d = e % kD;
+      s_kv[c][d] = kt + c < len && d < D ? load(pool + base + static_cast<int64_t>(c) * D + d) : 0.0f;
+    }
+  };
+
+  for (int kt = first0 / kBK * kBK; kt <= pos_last; kt += kBK) {
+    load_tile(kpool, kt);
+    __syncthreads();
+    float s[kRI][kCJ];
+#pragma unroll
+    for (int i = 0; i < kRI; ++i)
+#pragma unroll
+      for (int j = 0; j < kCJ; ++j) s[i][j] = 0.0f;
+#pragma unroll 8
+    for (int d = 0; d < kD; ++d) {
+      float qv[kRI], kv[kCJ];
+#pragma unroll
+      for (int i = 0; i < kRI; ++i) qv[i] = s_q[ty + i * kTY][d];
+#pragma unroll
+      for (int j = 0; j < kCJ; ++j) kv[j] = s_kv[tx + j * kTX][d];
+#pragma unroll
+      for (int i = 0; i < kRI; ++i)
+#pragma unroll
+        for (int j = 0; j < kCJ; ++j) s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
+    }
+    float p[kRI][kCJ];
+#pragma unroll
+    for (int i = 0; i < kRI; ++i) {
+      const int r = ty + i * kTY, qp = pos0 + r;
+      const int fq = window > 0 ? max(0, qp - window + 1) : 0;
+      float tmax = neg_inf();
+#pragma unroll
+      for (int j = 0; j < kCJ; ++j) {
+        const int kp = kt + tx + j * kTX;
+        const bool visible = r < nq && kp <= qp && kp >= fq;
+        s[i][j] = visible ? s[i][j] * scale : neg_inf();
+        tmax = fmaxf(tmax, s[i][j]);
+      }
+      tmax = warp_max<kTX>(tmax);
+      const float m_new = fmaxf(m[i], tmax);
+      const bool none = m_new == neg_inf();  // nothing visible yet in this row
+      const float corr = none ? 1.0f : expf(m[i] - m_new);
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kCJ; ++j) {
+        const float e = none || s[i][j] == neg_inf() ? 0.0f : expf(s[i][j] - m_new);
+        sum += e;
+        p[i][j] = round_to(e, mode);
+      }
+      l[i] = l[i] * corr + warp_sum<kTX>(sum);
+      m[i] = m_new;
+#pragma unroll
+      for (int j = 0; j < kDJ; ++j) acc[i][j] *= corr;
+    }
+    __syncthreads();  // everyone is done with the keys
+#pragma unroll
+    for (int i = 0; i < kRI; ++i)
+#pragma unroll
+      for (int j = 0; j < kCJ; ++j) s_p[ty + i * kTY][tx + j * kTX] = p[i][j];
+    load_tile(vpool, kt);
+    __syncthreads();
+#pragma unroll 4
+    for (int c = 0; c < kBK; ++c) {
+      float pv[kRI], vv[kDJ];
+#pragma unroll
+      for (int i = 0; i < kRI; ++i) pv[i] = s_p[ty + i * kTY][c];
+#pragma unroll
+      for (int j = 0; j < kDJ; ++j) vv[j] = s_kv[c][tx + j * kTX];
+#pragma unroll
+      for (int i = 0; i < kRI; ++i)
+#pragma unroll
+        for (int j = 0; j < kDJ; ++j) acc[i][j] = fmaf(pv[i], vv[j], acc[i][j]);
+    }
+    __syncthreads();  // s_kv and s_p are rewritten by the next tile
+  }
+#pragma unroll
+  for (int i = 0; i < kRI; ++i) {
+    const int r = ty + i * kTY;
+    if (r >= nq) continue;
+    T* y = out + ((q_row0 + r) * heads + h) * D;
+#pragma unroll
+    for (int j = 0; j < kDJ; ++j) {
+      const int d = tx + j * kTX;
+      if (d < D) store(y + d, round_to(acc[i][j] / l[i], mode));
+    }
+  }
+}
+
+// ---- Prefill: tensor cores (CUDA, BF16/F16, head_dim 64 or 128) --------------
+#if defined(HIPFORMERS_WITH_CUDA)
+namespace wmma = nvcuda::wmma;
+
+constexpr int kWmmaBQ = 64;  // 4 warps x 16 query rows
+constexpr int kWmmaWarps = kPrefillThreads / 32;
+
+// Dynamic shared memory: K and V pages (row stride kD + 8 elements, so
+// fragment loads avoid bank conflicts), each warp's 16 x 64 f32 scores (the
+// region first stages the query tile), each warp's 16 x 64 probabilities,
+// then per-row correction factors and sums. Every offset a multiple of 32 B
+// (wmma's pointer alignment).
+template <int kD> struct WmmaLayout {
+  static constexpr int kLdKV = kD + 8;
+  static constexpr int kLdS = kPage + 4;
+  static constexpr int kLdP = kPage + 8;
+  static constexpr size_t kKVBytes = static_cast<size_t>(kPage) * kLdKV * 2;
+  static constexpr size_t kSBytes =
+      std::max(static_cast<size_t>(kWmmaWarps) * 16 * kLdS * 4, static_cast<size_t>(kWmmaBQ) * kLdKV * 2);
+  static constexpr size_t kK = 0;
+  static constexpr size_t kV = kK + kKVBytes;
+  static constexpr size_t kS = kV + kKVBytes;
+  static constexpr size_t kP = kS + kSBytes;
+  static constexpr size_t kStats = kP + static_cast<size_t>(kWmmaWarps) * 16 * kLdP * 2;
+  static constexpr size_t kBytes = kStats + 2 * kWmmaBQ * sizeof(float);
+  static_assert(kV % 32 == 0 && kS % 32 == 0 && kP % 32 == 0 && kStats % 32 == 0, "wmma alignment");
+};
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kPrefillThreads) paged_prefill_wmma_kernel(
+    const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
+    const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
+    const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, float scale,
+    int window, int mode) {
+  using L = WmmaLayout<kD>;
+  using AccFrag = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+  constexpr int kDF = kD / 16;     // 16-wide slices of head_dim
+  constexpr int kKF = kPage / 16;  // 16-wide slices of a key tile
+  constexpr int kRowVecs = kD / 8; // 16-byte vectors per row
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* s_k = reinterpret_cast<T*>(smem + L::kK);
+  T* s_v = reinterpret_cast<T*>(smem + L::kV);
+  T* s_qstage = reinterpret_cast<T*>(smem + L::kS);
+  float* s_corr = reinterpret_cast<float*>(smem + L::kStats);
+  float* s_lsum = s_corr + kWmmaBQ;
+
+  const int b = blockIdx.z, h = blockIdx.y, g = h / group;
+  const int tile = static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x);  // longest tiles first
+  const int q_begin = query_start[b], n = query_start[b + 1] - q_begin;
+  const int q0 = tile * kWmmaBQ;
+  if (q0 >= n) return;
+  const int nq = min(kWmmaBQ, n - q0);
+  const int len = seq_lens[b];
+  const int pos0 = len - n + q0, pos_last = pos0 + nq - 1;
+  const int first0 = window > 0 ? max(0, pos0 - window + 1) : 0;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t q_row0 = static_cast<int64_t>(q_begin) + q0;
+
+  // Query tile -> registers (A fragments), through shared memory.
+  for (int e = threadIdx.x; e < kWmmaBQ * kRowVecs; e += kPrefillThreads) {
+    const int r = e / kRowVecs, cv = e % kRowVecs;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nq) v = *reinterpret_cast<const uint4*>(q + ((q_row0 + r) * heads + h) * kD + cv * 8);
+    *reinterpret_cast<uint4*>(s_qstage + r * L::kLdKV + cv * 8) = v;
+  }
+  __syncthreads();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa[kDF];
+#pragma unroll
+  for (int f = 0; f < kDF; ++f) wmma::load_matrix_sync(qa[f], s_qstage + warp * 16 * L::kLdKV + f * 16, L::kLdKV);
+  __syncthreads();  // the staging area becomes the score tiles
+
+  float* s_sw = reinterpret_cast<float*>(smem + L::kS) + warp * 16 * L::kLdS;
+  T* s_pw = reinterpret_cast<T*>(smem + L::kP) + warp * 16 * L::kLdP;
+  // Which row each accumulator element holds (the fragment layout is opaque):
+  // load a tile whose entries are their row index.
+  for (int e = lane; e < 256; e += 32) s_sw[(e / 16) * L::kLdS + e % 16] = static_cast<float>(e / 16);
+  __syncwarp();
+  AccFrag o[kDF];
+  wmma::load_matrix_sync(o[0], s_sw, L::kLdS, wmma::mem_row_major);
+  int row_of[AccFrag::num_elements];
+#pragma unroll
+  for (int i = 0; i < AccFrag::num_elements; ++i) row_of[i] = static_cast<int>(o[0].x[i]);
+#pragma unroll
+  for (int f = 0; f < kDF; ++f) wmma::fill_fragment(o[f], 0.0f);
+  __syncwarp();
+
+  // Softmax: two lanes per row, interleaved columns (2c + half).
+  const int wr0 = warp * 16, r_own = lane / 2, half = lane % 2;
+  const int my_r = wr0 + r_own;
+  const bool row_ok = my_r < nq;
+  const int qp = pos0 + my_r;
+  const int fq = window > 0 ? max(0, qp - window + 1) : 0;
+  float m = neg_inf(), l = 0.0f;
+  const bool warp_active = wr0 < nq;
+  const int warp_hi = pos0 + min(wr0 + 15, nq - 1);
+  const int warp_lo = window > 0 ? max(0, pos0 + wr0 - window + 1) : 0;
+  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
+
+  for (int kt = first0 / kPage * kPage; kt <= pos_last; kt += kPage) {
+    const int64_t base = (static_cast<int64_t>(table[kt / kPage]) * kv_heads + g) * kPage * kD;
+    const int valid_keys = min(kPage, len - kt);
+    for (int e = threadIdx.x; e < kPage * kRowVecs; e += kPrefillThreads) {
+      const int r = e / kRowVecs, cv = e % kRowVecs;
+      uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+      if (r < valid_keys) {  // slots past the end were never written
+        kv = *reinterpret_cast<const uint4*>(kpool + base + r * kD + cv * 8);
+        vv = *reinterpret_cast<const uint4*>(vpool + base + r * kD + cv * 8);
+      }
+      *reinterpret_cast<uint4*>(s_k + r * L::kLdKV + cv * 8) = kv;
+      *reinterpret_cast<uint4*>(s_v + r * L::kLdKV + cv * 8) = vv;
+    }
+    __syncthreads();
+    if (warp_active && kt <= warp_hi && kt + kPage - 1 >= warp_lo) {
+      // S = Q K^T for this warp's 16 rows.
+#pragma unroll
+      for (int nf = 0; nf < kKF; ++nf) {
+        AccFrag sacc;
+        wmma::fill_fragment(sacc, 0.0f);
+#pragma unroll
+        for (int f = 0; f < kDF; ++f) {
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kf;
+          wmma::load_matrix_sync(kf, s_k + nf * 16 * L::kLdKV + f * 16, L::kLdKV);
+          wmma::mma_sync(sacc, qa[f], kf, sacc);
+        }
+        wmma::store_matrix_sync(s_sw + nf * 16, sacc, L::kLdS, wmma::mem_row_major);
+      }
+      __syncwarp();
+      float sv[kPage / 2];
+      float tmax = neg_inf();
+#pragma unroll
+      for (int c = 0; c < kPage / 2; ++c) {
+        const int col = 2 * c + half, kp = kt + col;
+        const bool visible = row_ok && kp <= qp && kp >= fq;
+        sv[c] = visible ? s_sw[r_own * L::kLdS + col] * scale : neg_inf();
+        tmax = fmaxf(tmax, sv[c]);
+      }
+      tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+      const float m_new = fmaxf(m, tmax);
+      const bool none = m_new == neg_inf();
+      const float corr = none ? 1.0f : expf(m - m_new);
+      float sum = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kPage / 2; ++c) {
+        const float e = none || sv[c] == neg_inf() ? 0.0f : expf(sv[c] - m_new);
+        sum += e;
+        store(s_pw + r_own * L::kLdP + 2 * c + half, round_to(e, mode));
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      l = l * corr + sum;
+      m = m_new;
+      if (half == 0) s_corr[my_r] = corr;
+      __syncwarp();
+      // O = O * corr + P V
+#pragma unroll
+      for (int f = 0; f < kDF; ++f)
+#pragma unroll
+        for (int i = 0; i < AccFrag::num_elements; ++i) o[f].x[i] *= s_corr[wr0 + row_of[i]];
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa[kKF];
+#pragma unroll
+      for (int kf = 0; kf < kKF; ++kf) wmma::load_matrix_sync(pa[kf], s_pw + kf * 16, L::kLdP);
+#pragma unroll
+      for (int f = 0; f < kDF; ++f)
+#pragma unroll
+        for (int kf = 0; kf < kKF; ++kf) {
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vf;
+          wmma::load_matrix_sync(vf, s_v + kf * 16 * L::kLdKV + f * 16, L::kLdKV);
+          wmma::mma_sync(o[f], pa[kf], vf, o[f]);
+        }
+    }
+    __syncthreads();  // the next page overwrites s_k / s_v
+  }
+
+  if (!warp_active) return;
+  if (half == 0) s_lsum[my_r] = l;
+  __syncwarp();
+  // O / l through the score tile, 64 dims at a time.
+#pragma unroll
+  for (int c0 = 0; c0 < kD; c0 += kPage) {
+#pragma unroll
+    for (int f = 0; f < kKF; ++f) wmma::store_matrix_sync(s_sw + f * 16, o[c0 / 16 + f], L::kLdS, wmma::mem_row_major);
+    __syncwarp();
+    for (int e = lane; e < 16 * kPage; e += 32) {
+      const int r = e / kPage, c = e % kPage;
+      if (wr0 + r < nq)
+        store(out + ((q_row0 + wr0 + r) * heads + h) * kD + c0 + c,
+              round_to(s_sw[r * L::kLdS + c] / s_lsum[wr0 + r], mode));
+    }
+    __syncwarp();
+  }
+}
+#endif  // HIPFORMERS_WITH_CUDA
+
+// ---- Host side ----------------------------------------------------------------
+bool is_decode(const PagedBatch& batch) { return batch.num_tokens == batch.num_seqs && batch.max_query_len == 1; }
+
+struct DecodePlan {
+  int kG = 1;             // query heads per block (1, 2, 4 or 8)
+  int head_chunks = 1;    // blocks per kv head
+  int pages_per_split = 1;
+  int splits = 1;
+};
+
+DecodePlan decode_plan(const PagedBatch& batch, const AttentionSpec& spec) {
+  DecodePlan p;
+  const int64_t group = spec.heads / spec.kv_heads;
+  p.kG = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
+  p.head_chunks = static_cast<int>((group + p.kG - 1) / p.kG);
+  const int64_t max_pages = std::max<int64_t>(1, (batch.max_seq_len + kPage - 1) / kPage);
+  const int64_t base = std::max<int64_t>(1, batch.num_seqs * spec.kv_heads * p.head_chunks);
+  const int64_t want = std::min(max_pages, std::max<int64_t>(1, (kDecodeTargetBlocks + base - 1) / base));
+  p.pages_per_split = static_cast<int>((max_pages + want - 1) / want);
+  p.splits = static_cast<int>((max_pages + p.pages_per_split - 1) / p.pages_per_split);
+  return p;
+}
+
+struct Args {
+  const int32_t* query_start;
+  const int32_t* seq_lens;
+  const int32_t* block_table;
+  int table_stride, heads, kv_heads, group, D, window, mode;
+  float scale;
+};
+
+template <typename T, int kD, int kVec, int kLanes>
+void launch_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, float* partial, const DecodePlan& p,
+                   int num_seqs, gpuStream_t s) {
+  const dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(a.kv_heads * p.head_chunks),
+                  static_cast<unsigned>(num_seqs));
+  auto go = [&](auto kernel) {
+    kernel<<<grid, kDecodeThreads, 0, s>>>(q, kp, vp, out, partial, a.query_start, a.seq_lens, a.block_table,
+                                           a.table_stride, a.heads, a.kv_heads, a.group, p.head_chunks, a.D, a.scale,
+                                           a.window, a.mode, p.pages_per_split, p.splits);
+  };
+  switch (p.kG) {
+    case 1: go(paged_decode_kernel<T, kD, kVec, kLanes, 1>); break;
+    case 2: go(paged_decode_kernel<T, kD, kVec, kLanes, 2>); break;
+    case 4: go(paged_decode_kernel<T, kD, kVec, kLanes, 4>); break;
+    default: go(paged_decode_kernel<T, kD, kVec, kLanes, 8>); break;
+  }
+}
+
+template <typename T>
+void run_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, float* partial, const PagedBatch& batch,
+                const AttentionSpec& spec, gpuStream_t s) {
+  const DecodePlan p = decode_plan(batch, spec);
+  const int n = static_cast<int>(batch.num_seqs);
+  constexpr int kVec16 = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
+  if (a.D == 64) launch_decode<T, 64, kVec16, 64 / kVec16>(a, q, kp, vp, out, partial, p, n, s);
+  else if (a.D == 128) launch_decode<T, 128, kVec16, 128 / kVec16>(a, q, kp, vp, out, partial, p, n, s);
+  else launch_decode<T, 256, 2, 32>(a, q, kp, vp, out, partial, p, n, s);  // any even head_dim
+  check_launch("paged_attention (decode)");
+  if (p.splits > 1) {
+    const dim3 grid(static_cast<unsigned>(a.heads), static_cast<unsigned>(n));
+    paged_decode_merge_kernel<T><<<grid, kDecodeThreads, 0, s>>>(partial, out, a.query_start, a.seq_lens, a.heads,
+                                                                  a.D, a.window, p.pages_per_split * kPage, p.splits,
+                                                                  a.mode);
+    check_launch("paged_attention (decode merge)");
+  }
+}
+
+template <typename T, int kD, int kBQ, int kBK>
+void launch_prefill_simt(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
+                         gpuStream_t s) {
+  const dim3 grid(static_cast<unsigned>((batch.max_query_len + kBQ - 1) / kBQ), static_cast<unsigned>(a.heads),
+                  static_cast<unsigned>(batch.num_seqs));
+  paged_prefill_simt_kernel<T, kD, kBQ, kBK><<<grid, kPrefillThreads, 0, s>>>(
+      q, kp, vp, out, a.query_start, a.seq_lens, a.block_table, a.table_stride, a.heads, a.kv_heads, a.group, a.D,
+      a.scale, a.window, a.mode);
+}
+
+#if defined(HIPFORMERS_WITH_CUDA)
+template <typename T, int kD>
+void launch_prefill_wmma(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
+                         gpuStream_t s) {
+  constexpr auto bytes = static_cast<int>(WmmaLayout<kD>::kBytes);
+  auto kernel = paged_prefill_wmma_kernel<T, kD>;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+        "cudaFuncSetAttribute(paged_prefill_wmma_kernel)");
+  const dim3 grid(static_cast<unsigned>((batch.max_query_len + kWmmaBQ - 1) / kWmmaBQ),
+                  static_cast<unsigned>(a.heads), static_cast<unsigned>(batch.num_seqs));
+  kernel<<<grid, kPrefillThreads, bytes, s>>>(q, kp, vp, out, a.query_start, a.seq_lens, a.block_table,
+                                              a.table_stride, a.heads, a.kv_heads, a.group, a.scale, a.window,
+                                              a.mode);
+}
+#endif
+
+template <typename T>
+void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
+                 gpuStream_t s) {
+#if defined(HIPFORMERS_WITH_CUDA)
+  if constexpr (sizeof(T) == 2) {
+    if (a.D == 64) {
+      launch_prefill_wmma<T, 64>(a, q, kp, vp, out, batch, s);
+      check_launch("paged_attention (prefill)");
+      return;
+    }
+    if (a.D == 128) {
+      launch_prefill_wmma<T, 128>(a, q, kp, vp, out, batch, s);
+      check_launch("paged_attention (prefill)");
+      return;
+    }
+  }
+#endif
+  if (a.D <= 64) launch_prefill_simt<T, 64, 64, 32>(a, q, kp, vp, out, batch, s);
+  else if (a.D <= 128) launch_prefill_simt<T, 128, 32, 32>(a, q, kp, vp, out, batch, s);
+  else launch_prefill_simt<T, 256, 16, 16>(a, q, kp, vp, out, batch, s);
+  check_launch("paged_attention (prefill)");
+}
+
+}  // namespace
+
+int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec) {
+  if (!is_decode(batch) || batch.num_seqs == 0 || spec.kv_heads <= 0 || spec.heads <= 0) return 0;
+  const DecodePlan p = decode_plan(batch, spec);
+  return p.splits > 1 ? batch.num_seqs * spec.heads * p.splits * (spec.head_dim + 2) : 0;
+}
+
+void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
+                     Tensor& out, Tensor* scratch) {
+  if (batch.num_tokens == 0 || batch.num_seqs == 0) return;
+  gpuStream_t s = stream_for(q.device().index);
+  Args a{};
+  a.query_start = static_cast<const int32_t*>(batch.query_start.raw_data());
+  a.seq_lens = static_cast<const int32_t*>(batch.seq_lens.raw_data());
+  a.block_table = static_cast<const int32_t*>(batch.block_table.raw_data());
+  a.table_stride = static_cast<int>(batch.block_table.size(1));
+  a.heads = static_cast<int>(spec.heads);
+  a.kv_heads = static_cast<int>(spec.kv_heads);
+  a.group = static_cast<int>(spec.heads / spec.kv_heads);
+  a.D = static_cast<int>(spec.head_dim);
+  a.window = spec.sliding_window ? static_cast<int>(std::min<int64_t>(*spec.sliding_window, INT_MAX)) : 0;
+  a.mode = round_mode(spec.dtype);
+  a.scale = spec.scale;
+  float* partial = scratch && scratch->defined() ? static_cast<float*>(scratch->mutable_raw_data()) : nullptr;
+  dispatch_float(q.dtype(), [&](auto tag) {
+    using E = decltype(tag);
+    const E* qp = static_cast<const E*>(q.raw_data());
+    const E* kp = static_cast<const E*>(cache.k.raw_data());
+    const E* vp = static_cast<const E*>(cache.v.raw_data());
+    E* op = static_cast<E*>(out.mutable_raw_data());
+    if (is_decode(batch)) run_decode<E>(a, qp, kp, vp, op, partial, batch, spec, s);
+    else run_prefill<E>(a, qp, kp, vp, op, batch, s);
+  });
+}
+
+}  // namespace hipformers::kernels::gpu
