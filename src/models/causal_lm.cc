@@ -12,6 +12,7 @@
 #include "hipformers/kernels/rms_norm.h"
 #include "hipformers/kernels/rotary.h"
 #include "hipformers/runtime/allocator.h"
+#include "causal_lm_impl.h"
 
 namespace hipformers {
 
@@ -33,15 +34,7 @@ KVCache::KVCache(const ModelConfig& config, int64_t capacity, const Device& devi
 
 namespace {
 
-struct DecoderLayer {
-  Tensor input_norm, post_attention_norm;
-  Tensor q_proj, k_proj, v_proj, o_proj;
-  Tensor q_bias, k_bias, v_bias, o_bias;  // undefined when absent
-  Tensor q_norm, k_norm;                  // Qwen3 only
-  Tensor gate_proj, up_proj, down_proj;
-  Tensor gate_bias, up_bias, down_bias;
-  std::optional<int64_t> sliding_window;
-};
+
 
 // Reads weights out of a checkpoint. CPU: F32 tensors holding `dtype`'s
 // values. GPU: tensors stored in `dtype` on the device, uploaded straight
@@ -102,6 +95,41 @@ class WeightLoader {
   Device device_;
 };
 
+// Stacks tensors of equal trailing shape along their first dimension into
+// one new tensor on their device (weights fused for one GEMM).
+Tensor concat_rows(std::initializer_list<Tensor> parts) {
+  const Tensor& first = *parts.begin();
+  Shape shape = first.shape();
+  int64_t rows = 0;
+  for (const Tensor& p : parts) rows += p.size(0);
+  shape[0] = rows;
+  Tensor out = empty_tensor(shape, first.dtype(), first.device());
+  std::size_t offset = 0;
+  auto* base = static_cast<char*>(out.mutable_raw_data());
+  for (const Tensor& p : parts) {
+    copy_bytes(base + offset, out.device(), p.raw_data(), p.device(), p.nbytes());
+    offset += p.nbytes();
+  }
+  return out;
+}
+
+// Replaces `parts` by row views of their concatenation (the views share the
+// fused tensor's memory; the separate copies are released).
+Tensor fuse_rows(std::initializer_list<Tensor*> parts) {
+  std::vector<Tensor> values;
+  for (Tensor* p : parts) values.push_back(*p);
+  Tensor fused;
+  if (values.size() == 2) fused = concat_rows({values[0], values[1]});
+  else fused = concat_rows({values[0], values[1], values[2]});
+  int64_t row = 0;
+  for (Tensor* p : parts) {
+    const int64_t n = p->size(0);
+    *p = fused.slice_rows(row, row + n);
+    row += n;
+  }
+  return fused;
+}
+
 kernels::RopeSpec rope_spec(const ModelConfig& c) {
   kernels::RopeSpec s;
   const RopeScaling& r = c.rope_scaling;
@@ -128,39 +156,6 @@ kernels::RopeSpec rope_spec(const ModelConfig& c) {
 
 }  // namespace
 
-struct CausalLM::Impl {
-  ModelConfig config;
-  DType dtype = DType::kF32;
-  Device device;
-  AttnImplementation attn = AttnImplementation::kSdpa;
-  kernels::AttentionBackend attention_backend;
-  kernels::KernelSelection kernels;
-  Tensor embed_tokens, final_norm, lm_head;
-  std::vector<DecoderLayer> layers;
-  kernels::RopeSpec rope;
-  // Dynamic NTK state, as Transformers keeps it on the rotary module: the
-  // frequencies grow with the longest sequence seen and reset once a short
-  // one comes back. Guarded because forward() is const.
-  mutable std::mutex rope_mutex;
-  mutable kernels::RopeFrequencies rope_freqs;
-  mutable int64_t rope_cached_len = 0;
-
-  kernels::RopeFrequencies frequencies_for(int64_t seq_len) const {
-    std::lock_guard<std::mutex> lock(rope_mutex);
-    if (rope.kind == kernels::RopeSpec::kDynamic) {
-      const int64_t original = rope.max_position_embeddings;
-      if (seq_len > rope_cached_len) {
-        rope_freqs = kernels::rope_frequencies(rope, seq_len);
-        rope_cached_len = seq_len;
-      }
-      if (seq_len < original && rope_cached_len > original) {
-        rope_freqs = kernels::rope_frequencies(rope, 0);
-        rope_cached_len = original;
-      }
-    }
-    return rope_freqs;
-  }
-};
 
 CausalLM CausalLM::from_pretrained(const std::filesystem::path& dir, const ModelLoadOptions& options) {
   ModelConfig config = load_model_config(dir);
@@ -240,6 +235,10 @@ CausalLM CausalLM::from_checkpoint(const ModelConfig& c, const Checkpoint& check
       L.up_bias = w.load(p + "mlp.up_proj.bias", {I});
       L.down_bias = w.load(p + "mlp.down_proj.bias", {H});
     }
+    L.qkv_proj = fuse_rows({&L.q_proj, &L.k_proj, &L.v_proj});
+    if (c.attention_bias) L.qkv_bias = fuse_rows({&L.q_bias, &L.k_bias, &L.v_bias});
+    L.gate_up_proj = fuse_rows({&L.gate_proj, &L.up_proj});
+    if (c.mlp_bias) L.gate_up_bias = fuse_rows({&L.gate_bias, &L.up_bias});
     // Mistral windows every layer; Qwen2/3 (use_sliding_window) only layers
     // from max_window_layers on, as their layer_types say.
     if (c.sliding_window) {

@@ -26,6 +26,8 @@
 #include "hipformers/kernels/attention.h"
 #include "hipformers/kernels/attention_backends.h"
 #include "hipformers/kernels/registry.h"
+#include "hipformers/models/batch_step.h"
+#include "hipformers/models/paged_kv_cache.h"
 #include "hipformers/runtime/device.h"
 
 namespace hipformers {
@@ -101,6 +103,24 @@ class CausalLM {
   // max_position_embeddings or the cache capacity.
   Tensor forward(std::span<const int32_t> ids, KVCache& cache, bool all_logits,
                  ForwardContext* context = nullptr) const;
+
+  // ---- The batched path over a paged KV cache (batch_step.h) ----
+  // Whether this model runs it: every attention backend but eager (whose
+  // materialised probabilities stay on forward()).
+  bool supports_batched_steps() const;
+  // Validates `steps` (ids in the vocabulary, positions within
+  // max_position_embeddings and the workspace, pages in `cache` covering every
+  // position) and copies their indices to the device in one transfer. Logits
+  // are kept for every token with `all_logits` (the workspace must allow it),
+  // else for each sequence's last token, in the order of `steps`.
+  void prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::span<const SequenceStep> steps,
+                    bool all_logits = false) const;
+  // Enqueues the forward of the prepared step: writes the steps' keys and
+  // values into `cache`, the logits into ws.logits and, with `argmax`, their
+  // argmax into ws.next. Only enqueues device work (no allocation, copy or
+  // sync), so a decode step can be captured as a graph and replayed after
+  // another prepare_step with the same number of sequences and tokens.
+  void forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax) const;
 
   struct Impl;
 
