@@ -74,6 +74,7 @@ def worker(args):
         "prefill_tokens_per_s": batch * prompt_len / (p * 1e-3),
         "decode_tokens_per_s": batch * (gen_len - 1) / (decode_ms * 1e-3),
         "ms_per_decode_step": decode_ms / (gen_len - 1),
+        "generate_tokens_per_s": batch * gen_len / (f * 1e-3),
         "peak_memory_bytes": torch.cuda.max_memory_allocated(),
         "torch": torch.__version__, "transformers": transformers.__version__,
         "device_name": torch.cuda.get_device_name(),
@@ -166,16 +167,17 @@ def main():
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     out = [f"Device: {device_name or args.device}; dtype {args.dtype}; random-weight Qwen3-0.6B shape; "
            + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + f"; {date}; median of {args.repeat}.", "",
-           "| case | engine | prefill tok/s | decode tok/s | ms/step | peak GiB | % copy BW |",
-           "|---|---|---|---|---|---|---|"]
+           "| case | engine | prefill tok/s | decode tok/s | generated tok/s end to end | ms/step | peak GiB | % copy BW |",
+           "|---|---|---|---|---|---|---|---|"]
     for name, engine, r, err in rows:
         if r is None:
-            out.append(f"| {name} | {engine} | error: {err.replace('|', '/')} | | | | |")
+            out.append(f"| {name} | {engine} | error: {err.replace('|', '/')} | | | | | |")
             continue
         bw = r.get("bandwidth_fraction")
         decode = None if name.startswith("prefill") else r["decode_tokens_per_s"]
         step = None if name.startswith("prefill") else r["ms_per_decode_step"]
-        out.append(f"| {name} | {engine} | {fmt(r['prefill_tokens_per_s'])} | {fmt(decode)} | {fmt(step)} | "
+        e2e = None if name.startswith("prefill") else r.get("generate_tokens_per_s")
+        out.append(f"| {name} | {engine} | {fmt(r['prefill_tokens_per_s'])} | {fmt(decode)} | {fmt(e2e)} | {fmt(step)} | "
                    f"{fmt(r['peak_memory_bytes'] / 2**30)} | {fmt(None if bw is None or decode is None else 100 * bw)} |")
     table = "\n".join(out)
     print(table)

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "hipformers/core/error.h"
@@ -24,8 +26,31 @@ std::vector<std::vector<int32_t>> PreTrainedModel::generate(const std::vector<st
 }
 
 Tensor PreTrainedModel::logits(std::span<const int32_t> ids) const {
-  KVCache cache = model_.new_cache(static_cast<int64_t>(ids.size()));
-  return model_.forward(ids, cache, true);
+  const ModelConfig& c = model_.config();
+  const auto T = static_cast<int64_t>(ids.size());
+  if (T == 0) throw_invalid("logits: no input tokens");
+  if (T > c.max_position_embeddings)
+    throw_invalid("sequence of " + std::to_string(T) + " tokens is longer than max_position_embeddings (" +
+                  std::to_string(c.max_position_embeddings) + ")");
+  if (!model_.supports_batched_steps()) {
+    KVCache cache = model_.new_cache(T);
+    return model_.forward(ids, cache, true);
+  }
+  // The batched path generate() runs, in chunks whose logits fit the workspace.
+  const int64_t chunk = std::min<int64_t>(T, 512);
+  PagedKVCache cache(model_, PagedKVCache::pages_for(T));
+  const std::vector<int32_t> pages = cache.allocate(PagedKVCache::pages_for(T));
+  StepWorkspace ws(model_, chunk, 1, T, /*logits_for_every_token=*/true);
+  Tensor out = Tensor::empty(Shape{T, c.vocab_size}, DType::kF32);
+  for (int64_t start = 0; start < T; start += chunk) {
+    const int64_t n = std::min(chunk, T - start);
+    const SequenceStep step{ids.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(n)), start, pages};
+    model_.prepare_step(ws, cache, std::span<const SequenceStep>(&step, 1), true);
+    model_.forward_step(ws, cache, false);
+    const Tensor part = ws.logits_host();
+    std::memcpy(out.mutable_data<float>() + start * c.vocab_size, part.data<float>(), part.nbytes());
+  }
+  return out;
 }
 
 PreTrainedModel AutoModelForCausalLM::from_pretrained(const std::filesystem::path& dir,

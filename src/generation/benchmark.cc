@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "hipformers/core/dtype.h"
 #include "hipformers/core/error.h"
 #include "hipformers/core/version.h"
+#include "hipformers/generation/engine.h"
 #include "hipformers/runtime/profiling.h"
 
 namespace hipformers {
@@ -75,10 +77,11 @@ struct RunTimes {
   double prefill_ms = 0, decode_ms = 0;
 };
 
-// One prefill + decode of every sequence, one after another (the model has no
-// batched forward yet). Caches are allocated before the clock starts.
-RunTimes run_once(const CausalLM& model, const std::vector<std::vector<int32_t>>& prompts, int64_t gen_len,
-                  DeviceTimer& timer) {
+// The reference path (eager attention): one prefill + decode of every
+// sequence, one after another over contiguous caches allocated before the
+// clock starts.
+RunTimes run_sequential(const CausalLM& model, const std::vector<std::vector<int32_t>>& prompts, int64_t gen_len,
+                        DeviceTimer& timer) {
   const auto batch = prompts.size();
   const int64_t capacity = static_cast<int64_t>(prompts[0].size()) + gen_len;
   std::vector<KVCache> caches;
@@ -98,6 +101,40 @@ RunTimes run_once(const CausalLM& model, const std::vector<std::vector<int32_t>>
       const int32_t id = next[s];
       next[s] = argmax(model.forward(std::span<const int32_t>(&id, 1), caches[s], false));
     }
+  t.decode_ms = timer.stop_ms();
+  return t;
+}
+
+// The batched path: every prompt joins one engine (continuous batching over
+// the paged cache, decode steps replayed as graphs); prefill lasts until every
+// sequence has its first token, decode until every one has gen_len. The
+// engine, its cache and its graphs outlive the runs, as a server's would.
+RunTimes run_batched(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int64_t gen_len,
+                     DeviceTimer& timer, const Device& device) {
+  std::vector<int64_t> generated(prompts.size(), 0);
+  int64_t first = -1;
+  for (const auto& p : prompts) {
+    const int64_t id = engine.add(p, gen_len);
+    if (first < 0) first = id;
+  }
+  synchronize(device);
+  std::size_t started = 0;
+  auto advance = [&] {
+    const std::vector<Engine::StepResult> ready = engine.step(true);
+    const std::vector<int32_t> ids = engine.argmax_ids();
+    for (const Engine::StepResult& r : ready) {
+      int64_t& n = generated[static_cast<std::size_t>(r.sequence - first)];
+      if (n++ == 0) ++started;
+      if (n == gen_len) engine.finish(r.sequence);
+      else engine.append(r.sequence, ids[static_cast<std::size_t>(r.row)]);
+    }
+  };
+  RunTimes t;
+  timer.start();
+  while (started < prompts.size()) advance();
+  t.prefill_ms = timer.stop_ms();
+  timer.start();
+  while (engine.has_work()) advance();
   t.decode_ms = timer.stop_ms();
   return t;
 }
@@ -146,7 +183,6 @@ BenchmarkReport benchmark_impl(const CausalLM& model, const BenchmarkOptions& o,
   r.gen_len = o.gen_len;
   r.warmup = o.warmup;
   r.repeat = o.repeat;
-  r.batched = false;
   const WeightCount weights = count_weights(c);
   r.parameters = weights.total;
 
@@ -161,10 +197,24 @@ BenchmarkReport benchmark_impl(const CausalLM& model, const BenchmarkOptions& o,
   }
 
   DeviceTimer timer(device);
-  for (int64_t i = 0; i < o.warmup; ++i) run_once(model, prompts, o.gen_len, timer);
+  r.batched = model.supports_batched_steps();
+  std::unique_ptr<Engine> engine;
+  if (r.batched) {
+    EngineOptions eo;
+    eo.max_batch = o.batch;
+    eo.max_seq_len = o.prompt_len + o.gen_len;
+    eo.kv_pages = o.batch * PagedKVCache::pages_for(eo.max_seq_len);
+    eo.max_prefill_tokens = std::max<int64_t>(std::min<int64_t>(o.batch * o.prompt_len, 8192), o.batch);
+    engine = std::make_unique<Engine>(model, eo);
+  }
+  auto run_once = [&] {
+    return engine ? run_batched(*engine, prompts, o.gen_len, timer, device)
+                  : run_sequential(model, prompts, o.gen_len, timer);
+  };
+  for (int64_t i = 0; i < o.warmup; ++i) run_once();
   std::vector<double> prefill, decode;
   for (int64_t i = 0; i < o.repeat; ++i) {
-    const RunTimes t = run_once(model, prompts, o.gen_len, timer);
+    const RunTimes t = run_once();
     prefill.push_back(t.prefill_ms);
     decode.push_back(t.decode_ms);
   }
@@ -174,6 +224,8 @@ BenchmarkReport benchmark_impl(const CausalLM& model, const BenchmarkOptions& o,
   r.prefill_tokens_per_s = static_cast<double>(o.batch * o.prompt_len) / std::max(r.prefill_ms, 1e-9) * 1e3;
   r.decode_tokens_per_s = static_cast<double>(o.batch) * steps / std::max(r.decode_ms, 1e-9) * 1e3;
   r.ms_per_decode_step = r.decode_ms / steps;
+  r.generate_tokens_per_s =
+      static_cast<double>(o.batch * o.gen_len) / std::max(r.prefill_ms + r.decode_ms, 1e-9) * 1e3;
 
   const MemoryStats mem = memory_stats(device);
   r.peak_memory_bytes = mem.peak_bytes;
@@ -235,6 +287,7 @@ OrderedJson to_json(const BenchmarkReport& r) {
   j["decode_ms"] = r.decode_ms;
   j["decode_tokens_per_s"] = r.decode_tokens_per_s;
   j["ms_per_decode_step"] = r.ms_per_decode_step;
+  j["generate_tokens_per_s"] = r.generate_tokens_per_s;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["peak_reserved_bytes"] = r.peak_reserved_bytes;
   j["memory_kind"] = r.memory_kind;
@@ -253,12 +306,13 @@ std::string to_text(const BenchmarkReport& r) {
   s << "hipformers " << HIPFORMERS_VERSION << " bench: " << r.model_type << " (" << r.parameters << " parameters), "
     << r.dtype << ", " << r.device << " (" << r.device_name << "), attn " << r.attn_implementation << "\n"
     << "batch " << r.batch << ", prompt " << r.prompt_len << ", gen " << r.gen_len << " ("
-    << (r.batched ? "batched" : "sequences run one after another") << "), median of " << r.repeat << " after "
+    << (r.batched ? "batched" : "sequences one after another, eager attention") << "), median of " << r.repeat << " after "
     << r.warmup << " warm-up\n"
     << "load:    " << r.load_seconds << " s\n"
     << "prefill: " << r.prefill_ms << " ms, " << r.prefill_tokens_per_s << " tokens/s\n"
     << "decode:  " << r.decode_ms << " ms, " << r.decode_tokens_per_s << " tokens/s, " << r.ms_per_decode_step
     << " ms/step\n"
+    << "end to end: " << r.generate_tokens_per_s << " generated tokens/s (prefill + decode)\n"
     << "memory:  peak " << static_cast<double>(r.peak_memory_bytes) / (1 << 20) << " MiB ("
     << (r.memory_kind == "host_rss" ? "process RSS" : "GPU allocator") << ")\n"
     << "ceiling: " << r.decode_bandwidth_bytes_per_s / 1e9 << " GB/s of " << r.copy_bandwidth_bytes_per_s / 1e9

@@ -31,7 +31,7 @@ TEST(Benchmark, TinyModelReportIsSane) {
   EXPECT_EQ(r.device, "cpu");
   EXPECT_EQ(r.dtype, "float32");
   EXPECT_EQ(r.model_type, "qwen3");
-  EXPECT_FALSE(r.batched);
+  EXPECT_TRUE(r.batched);  // sdpa: continuous batching (engine.h)
   EXPECT_EQ(r.batch, 2);
   EXPECT_GT(r.parameters, 0);
   EXPECT_GE(r.load_seconds, 0);
@@ -63,11 +63,12 @@ TEST(Benchmark, JsonHasEveryField) {
        {"hipformers_version", "date", "device", "device_name", "dtype", "model_type", "parameters",
         "attn_implementation", "batch", "prompt_len", "gen_len", "warmup", "repeat", "batched", "load_seconds",
         "prefill_ms", "prefill_tokens_per_s", "decode_ms", "decode_tokens_per_s", "ms_per_decode_step",
+        "generate_tokens_per_s",
         "peak_memory_bytes", "peak_reserved_bytes", "memory_kind", "copy_bandwidth_gb_per_s",
         "weight_bytes_per_decode_step", "kv_bytes_per_decode_step", "decode_bandwidth_gb_per_s",
         "bandwidth_fraction"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j["batched"], false);
+  EXPECT_EQ(j["batched"], true);
   EXPECT_EQ(j["gen_len"], 4);
   EXPECT_FALSE(to_text(run_benchmark(testing::test_data("models/qwen3-tiny"), ModelLoadOptions{}, o)).empty());
 }

@@ -31,7 +31,7 @@ TEST(BenchCli, JsonOnTinyModel) {
   EXPECT_EQ(j["batch"], 2);
   EXPECT_EQ(j["prompt_len"], 6);
   EXPECT_EQ(j["gen_len"], 3);
-  EXPECT_EQ(j["batched"], false);
+  EXPECT_EQ(j["batched"], true);
   EXPECT_FALSE(j["hipformers_version"].get<std::string>().empty());
   for (const char* key : {"prefill_tokens_per_s", "decode_tokens_per_s", "ms_per_decode_step", "peak_memory_bytes",
                           "copy_bandwidth_gb_per_s", "bandwidth_fraction"})

@@ -38,11 +38,12 @@ struct BenchmarkReport {
   std::string device, device_name, dtype, model_type, attn_implementation;
   int64_t batch = 0, prompt_len = 0, gen_len = 0, warmup = 0, repeat = 0;
   int64_t parameters = 0;
-  bool batched = false;  // false: the sequences of a batch run one after another
+  bool batched = false;  // true: continuous batching (engine.h); false: eager attention, one sequence after another
   double load_seconds = 0;
   // Medians over the repeats.
   double prefill_ms = 0, prefill_tokens_per_s = 0;
   double decode_ms = 0, decode_tokens_per_s = 0, ms_per_decode_step = 0;
+  double generate_tokens_per_s = 0;  // batch * gen_len / (prefill + decode): the end-to-end rate
   // Memory: allocator counters on a GPU (since the model started loading), RSS on the CPU.
   std::size_t peak_memory_bytes = 0, peak_reserved_bytes = 0;
   std::string memory_kind;  // "gpu_allocator" or "host_rss"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Speed runs on the device machine (an H200), from a CUDA build staged in
+# .devbuild/ (scripts/stage_device_build.sh). Writes logs and JSON under $OUT.
+#   bench/device_bench.sh quick     hipformers alone: the three issue cases
+#   bench/device_bench.sh profile   per-kernel times of a short decode (ncu)
+#   bench/device_bench.sh compare   the side-by-side table (Transformers too),
+#                                   written into $OUT/PERFORMANCE.md
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-device-out}
+mkdir -p "$OUT"
+CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+HF=$PWD/.devbuild/bin/hipformers
+MODEL=/tmp/hipformers_bench_qwen3_0.6b
+[ -f "$MODEL/model.safetensors" ] || "$HF" make-model --shape qwen3-0.6b --dtype bfloat16 --output "$MODEL" >/dev/null
+
+for what in "$@"; do
+  case "$what" in
+    quick)
+      for c in "1 128 128" "64 128 128" "1 4096 2"; do
+        set -- $c
+        echo "== bench batch $1 prompt $2 gen $3"
+        timeout 180 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$1" --prompt-len "$2" \
+          --gen-len "$3" --json | tee -a "$OUT/bench.jsonl" | python3 -c '
+import json,sys
+r=json.loads(sys.stdin.read())
+print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok/s, peak %.2f GiB, %.0f%% BW" % (
+  r["prefill_tokens_per_s"], r["decode_tokens_per_s"], r["ms_per_decode_step"], r["generate_tokens_per_s"],
+  r["peak_memory_bytes"]/2**30, 100*r["bandwidth_fraction"]))'
+      done ;;
+    profile)
+      for b in 1; do
+        echo "== ncu per-kernel summary, batch $b"
+        timeout 240 ncu --clock-control none --print-summary per-kernel --csv \
+          "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch $b --prompt-len 128 --gen-len 3 \
+          --warmup 0 --repeat 1 >"$OUT/ncu_b$b.csv" 2>"$OUT/ncu_b$b.err"
+        echo "exit $?"
+      done
+      echo "== ncu prefill 4096"
+      timeout 240 ncu --clock-control none --print-summary per-kernel --csv \
+        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 4096 --gen-len 2 \
+        --warmup 0 --repeat 1 >"$OUT/ncu_prefill.csv" 2>"$OUT/ncu_prefill.err"
+      echo "exit $?" ;;
+    compare)
+      cp docs/PERFORMANCE.md "$OUT/PERFORMANCE.md"
+      python3 bench/compare_transformers.py --hipformers "$HF" --model-dir "$MODEL" --timeout 400 \
+        --update-doc "$OUT/PERFORMANCE.md" 2>&1 | tail -20 ;;
+  esac
+done

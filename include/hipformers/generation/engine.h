@@ -1,0 +1,102 @@
+// Continuous batching over the paged KV cache: sequences join and leave a
+// running batch between steps. Each step is either
+//   prefill: prompt tokens of admitted sequences, packed up to
+//            max_prefill_tokens (long prompts go in chunks), or
+//   decode:  the one pending token of every running sequence, batched; on a
+//            GPU this step is captured once per batch size as a device graph
+//            and replayed.
+// A sequence is admitted (FIFO) when the batch has room and the KV cache has
+// the pages for its whole length (prompt + max new tokens), reserved up
+// front, so a running sequence never waits for memory; its pages return to
+// the pool when it finishes, and the next waiting sequence takes them.
+//
+// The engine runs the model; the caller chooses tokens (generate.cc):
+//   engine.add(prompt, max_new) ...
+//   while (engine.has_work()) {
+//     for (const StepResult& r : engine.step(argmax))   // sequences with a new distribution
+//       engine.append(r.sequence, choose(r)) or engine.finish(r.sequence);
+//   }
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "hipformers/models/causal_lm.h"
+#include "hipformers/runtime/graph.h"
+
+namespace hipformers {
+
+struct EngineOptions {
+  int64_t max_batch = 64;             // sequences decoded together
+  int64_t max_prefill_tokens = 4096;  // tokens per prefill step
+  int64_t max_seq_len = 0;            // longest prompt + new tokens to expect; 0 = max_position_embeddings
+  int64_t kv_pages = 0;               // pages in the KV cache; 0 = enough for max_batch sequences of max_seq_len
+  bool use_graphs = true;             // capture decode steps as device graphs (GPU)
+};
+
+class Engine {
+ public:
+  Engine(const CausalLM& model, const EngineOptions& options);
+
+  // Queues a sequence; returns its id (0, 1, ... in the order added). Error
+  // for an empty prompt, an id out of the vocabulary, or a length
+  // (prompt + max_new_tokens) beyond max_seq_len or the whole KV cache.
+  int64_t add(std::span<const int32_t> prompt, int64_t max_new_tokens);
+  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+
+  struct StepResult {
+    int64_t sequence = 0;
+    int64_t row = 0;  // its row of this step's logits
+  };
+  // Runs one step and returns the sequences whose pending tokens are all in
+  // the cache now, i.e. that await their next token. With `argmax`, the
+  // greedy choices are computed on the device (argmax_ids()).
+  std::vector<StepResult> step(bool argmax);
+  bool last_step_was_prefill() const { return last_prefill_; }
+  // The last step's results (wait for the device).
+  std::vector<int32_t> argmax_ids() const;
+  std::vector<float> logits_row(int64_t row) const;
+
+  // The chosen next token of a sequence returned by step().
+  void append(int64_t sequence, int32_t token);
+  // Ends a sequence (returned by step(), or any running/waiting one) and frees its pages.
+  void finish(int64_t sequence);
+
+  const std::vector<int32_t>& tokens(int64_t sequence) const;
+  const PagedKVCache& cache() const { return *cache_; }
+  const StepWorkspace& workspace() const { return *workspace_; }
+  int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
+
+ private:
+  struct Sequence {
+    std::vector<int32_t> tokens;  // prompt + chosen tokens
+    int64_t max_len = 0;
+    int64_t cached = 0;           // tokens whose keys/values are in the cache
+    std::vector<int32_t> pages;
+    bool running = false, done = false;
+  };
+  void admit();
+  void run_step(std::span<const SequenceStep> steps, bool decode, bool argmax);
+
+  const CausalLM& model_;
+  EngineOptions options_;
+  std::unique_ptr<PagedKVCache> cache_;
+  std::unique_ptr<StepWorkspace> workspace_;
+  std::vector<Sequence> sequences_;
+  std::deque<int64_t> waiting_;
+  std::vector<int64_t> running_;  // in admission order
+  // Decode graphs by (batch size, argmax); a shape runs once eagerly first
+  // (first-use initialisation, e.g. GEMM plans) before it is captured.
+  std::map<std::pair<int64_t, bool>, DeviceGraph> graphs_;
+  std::map<std::pair<int64_t, bool>, int> eager_runs_;
+  bool last_prefill_ = false;
+};
+
+}  // namespace hipformers

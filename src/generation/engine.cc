@@ -1,0 +1,162 @@
+#include "hipformers/generation/engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "hipformers/core/error.h"
+
+namespace hipformers {
+
+Engine::Engine(const CausalLM& model, const EngineOptions& options) : model_(model), options_(options) {
+  const ModelConfig& c = model.config();
+  if (!model.supports_batched_steps())
+    throw_error(ErrorKind::kUnsupported,
+                "batched generation does not run the eager attention backend (use sdpa or a flash backend)");
+  if (options_.max_batch <= 0) throw_invalid("max_batch must be positive");
+  if (options_.max_prefill_tokens <= 0) throw_invalid("max_prefill_tokens must be positive");
+  if (options_.max_seq_len <= 0) options_.max_seq_len = c.max_position_embeddings;
+  options_.max_seq_len = std::min(options_.max_seq_len, c.max_position_embeddings);
+  const int64_t per_seq = PagedKVCache::pages_for(options_.max_seq_len);
+  if (options_.kv_pages <= 0) options_.kv_pages = options_.max_batch * per_seq;
+  cache_ = std::make_unique<PagedKVCache>(model, options_.kv_pages);
+  workspace_ = std::make_unique<StepWorkspace>(model, std::max(options_.max_prefill_tokens, options_.max_batch),
+                                               options_.max_batch, options_.max_seq_len);
+}
+
+int64_t Engine::add(std::span<const int32_t> prompt, int64_t max_new_tokens) {
+  const ModelConfig& c = model_.config();
+  const auto id = static_cast<int64_t>(sequences_.size());
+  const std::string which = "prompt " + std::to_string(id);
+  if (prompt.empty()) throw_invalid(which + " is empty");
+  if (max_new_tokens < 1) throw_invalid(which + ": max_new_tokens must be >= 1 for the engine");
+  for (std::size_t t = 0; t < prompt.size(); ++t)
+    if (prompt[t] < 0 || prompt[t] >= c.vocab_size)
+      throw_invalid("token id " + std::to_string(prompt[t]) + " at position " + std::to_string(t) + " of " +
+                    which + " is out of range for the model's vocabulary of " + std::to_string(c.vocab_size));
+  const int64_t max_len = static_cast<int64_t>(prompt.size()) + max_new_tokens;
+  if (max_len > options_.max_seq_len)
+    throw_invalid(which + " needs " + std::to_string(max_len) + " positions, more than the engine's max_seq_len (" +
+                  std::to_string(options_.max_seq_len) + ")");
+  if (PagedKVCache::pages_for(max_len) > cache_->num_pages())
+    throw_error(ErrorKind::kOutOfMemory, which + " needs " + std::to_string(PagedKVCache::pages_for(max_len)) +
+                                             " KV cache pages, the cache has " +
+                                             std::to_string(cache_->num_pages()));
+  Sequence s;
+  s.tokens.assign(prompt.begin(), prompt.end());
+  s.max_len = max_len;
+  sequences_.push_back(std::move(s));
+  waiting_.push_back(id);
+  return id;
+}
+
+void Engine::admit() {
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch) {
+    Sequence& s = sequences_[static_cast<std::size_t>(waiting_.front())];
+    const int64_t need = PagedKVCache::pages_for(s.max_len);
+    if (need > cache_->free_pages()) break;  // FIFO: wait for pages to come back
+    s.pages = cache_->allocate(need);
+    s.running = true;
+    running_.push_back(waiting_.front());
+    waiting_.pop_front();
+  }
+}
+
+void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool argmax) {
+  model_.prepare_step(*workspace_, *cache_, steps);
+  const bool graphs = decode && options_.use_graphs && model_.device().is_gpu();
+  if (!graphs) return model_.forward_step(*workspace_, *cache_, argmax);
+  const auto key = std::make_pair(static_cast<int64_t>(steps.size()), argmax);
+  auto found = graphs_.find(key);
+  if (found == graphs_.end()) {
+    if (eager_runs_[key]++ == 0) return model_.forward_step(*workspace_, *cache_, argmax);
+    DeviceGraph graph;
+    graph.capture(model_.device(), [this, argmax] { model_.forward_step(*workspace_, *cache_, argmax); });
+    found = graphs_.emplace(key, std::move(graph)).first;
+  }
+  found->second.replay();
+}
+
+std::vector<Engine::StepResult> Engine::step(bool argmax) {
+  admit();
+  if (running_.empty()) {
+    if (!waiting_.empty()) throw_error(ErrorKind::kOutOfMemory, "the KV cache cannot hold the next sequence");
+    return {};
+  }
+  // Prefill first: any running sequence with more than one pending token.
+  std::vector<SequenceStep> steps;
+  std::vector<int64_t> members;
+  int64_t budget = options_.max_prefill_tokens;
+  for (int64_t id : running_) {
+    const Sequence& s = sequences_[static_cast<std::size_t>(id)];
+    const int64_t pending = static_cast<int64_t>(s.tokens.size()) - s.cached;
+    if (pending <= 1 || budget == 0) continue;
+    const int64_t take = std::min(pending, budget);
+    budget -= take;
+    steps.push_back({std::span<const int32_t>(s.tokens).subspan(static_cast<std::size_t>(s.cached),
+                                                                 static_cast<std::size_t>(take)),
+                     s.cached, s.pages});
+    members.push_back(id);
+  }
+  last_prefill_ = !steps.empty();
+  if (steps.empty()) {
+    for (int64_t id : running_) {
+      const Sequence& s = sequences_[static_cast<std::size_t>(id)];
+      if (static_cast<int64_t>(s.tokens.size()) - s.cached != 1) continue;  // awaiting its next token
+      steps.push_back({std::span<const int32_t>(s.tokens).subspan(static_cast<std::size_t>(s.cached), 1), s.cached,
+                       s.pages});
+      members.push_back(id);
+    }
+  }
+  if (steps.empty()) throw_invalid("Engine::step: every running sequence still awaits its next token");
+  run_step(steps, !last_prefill_, argmax);
+
+  std::vector<StepResult> results;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    Sequence& s = sequences_[static_cast<std::size_t>(members[i])];
+    s.cached += static_cast<int64_t>(steps[i].tokens.size());
+    if (s.cached == static_cast<int64_t>(s.tokens.size()))
+      results.push_back({members[i], static_cast<int64_t>(i)});
+  }
+  return results;
+}
+
+std::vector<int32_t> Engine::argmax_ids() const { return workspace_->next_ids(); }
+
+std::vector<float> Engine::logits_row(int64_t row) const { return workspace_->logits_row_host(row); }
+
+void Engine::append(int64_t sequence, int32_t token) {
+  if (sequence < 0 || sequence >= static_cast<int64_t>(sequences_.size()))
+    throw_invalid("no sequence " + std::to_string(sequence));
+  Sequence& s = sequences_[static_cast<std::size_t>(sequence)];
+  if (!s.running || s.cached != static_cast<int64_t>(s.tokens.size()))
+    throw_invalid("sequence " + std::to_string(sequence) + " is not awaiting a token");
+  if (static_cast<int64_t>(s.tokens.size()) >= s.max_len)
+    throw_invalid("sequence " + std::to_string(sequence) + " reached its length limit of " +
+                  std::to_string(s.max_len));
+  if (token < 0 || token >= model_.config().vocab_size) throw_invalid("token id " + std::to_string(token) + " out of range");
+  s.tokens.push_back(token);
+}
+
+void Engine::finish(int64_t sequence) {
+  if (sequence < 0 || sequence >= static_cast<int64_t>(sequences_.size()))
+    throw_invalid("no sequence " + std::to_string(sequence));
+  Sequence& s = sequences_[static_cast<std::size_t>(sequence)];
+  if (s.done) return;
+  s.done = true;
+  if (s.running) {
+    cache_->release(s.pages);
+    s.pages.clear();
+    s.running = false;
+    running_.erase(std::find(running_.begin(), running_.end(), sequence));
+  } else {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), sequence));
+  }
+}
+
+const std::vector<int32_t>& Engine::tokens(int64_t sequence) const {
+  if (sequence < 0 || sequence >= static_cast<int64_t>(sequences_.size()))
+    throw_invalid("no sequence " + std::to_string(sequence));
+  return sequences_[static_cast<std::size_t>(sequence)].tokens;
+}
+
+}  // namespace hipformers
