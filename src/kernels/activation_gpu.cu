@@ -1,5 +1,6 @@
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 #include "gpu/vec16.h"
 
 namespace hipformers::kernels::gpu {
@@ -20,6 +21,8 @@ __global__ void silu_and_mul_kernel(const T* gate, const T* up, T* out, int64_t 
 template <typename T, bool kVec>
 __global__ void silu_and_mul_packed_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                                            int64_t I, int mode) {
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
+  allow_dependents();
   constexpr int V = kVec ? kVec16<T> : 1;
   const int64_t per_row = I / V, n = rows * per_row;
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < n;
@@ -59,9 +62,9 @@ void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out) {
                      aligned16(out.raw_data());
     const int64_t work = rows * (vec ? I / kVec16<T> : I);
     auto launch = [&](auto kernel) {
-      kernel<<<blocks_for(work, 256), 256, 0, s>>>(static_cast<const T*>(gate_up.raw_data()),
-                                                   static_cast<T*>(out.mutable_raw_data()), rows, I,
-                                                   static_cast<int>(round_mode(dtype)));
+      launch_dependent(kernel, dim3(blocks_for(work, 256)), dim3(256), 0, s,
+                       static_cast<const T*>(gate_up.raw_data()), static_cast<T*>(out.mutable_raw_data()), rows, I,
+                       static_cast<int>(round_mode(dtype)));
     };
     if (vec) launch(silu_and_mul_packed_kernel<T, true>);
     else launch(silu_and_mul_packed_kernel<T, false>);

@@ -24,6 +24,8 @@ void rms_norm_backward(const Tensor& dout, const Tensor& x, const Tensor& weight
 void apply_rope(Tensor& x, int64_t heads, std::span<const int64_t> positions, const RopeFrequencies& freqs,
                 DType dtype, bool inverse);
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y);
+void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
+                  Tensor& y);
 void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, Tensor& dx, Tensor& dweight,
                      Tensor& dbias);
 void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out);
@@ -57,6 +59,9 @@ void rms_norm(const Tensor* add, Tensor& x, const Tensor& weight, double eps, DT
 void apply_rope(Tensor& x, int64_t heads, std::span<const int64_t> positions, const RopeFrequencies& freqs,
                 DType dtype, bool inverse);
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y);
+bool fused_linear_supported(const Tensor& x, const Tensor& weight, const LinearFusion& fusion);
+void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
+                  Tensor& y);
 void silu_and_mul(const Tensor& gate, const Tensor& up, DType dtype, Tensor& out);
 void kv_cache_append(KVCacheView& cache, const Tensor& k, const Tensor& v);
 void attention(const Tensor& q, std::span<const int64_t> positions, const KVCacheView& cache,

@@ -1,5 +1,6 @@
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 #include "gpu/upload.h"
 #include "gpu/vec16.h"
 
@@ -19,6 +20,8 @@ __global__ void embedding_kernel(const T* __restrict__ weight, const int32_t* __
 template <typename U>
 __global__ void gather_rows_kernel(const U* __restrict__ weight, const int32_t* __restrict__ ids, U* __restrict__ out,
                                    int64_t rows, int64_t units) {
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
+  allow_dependents();
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   U* dst = out + t * units;
@@ -45,8 +48,8 @@ void embedding(const Tensor& weight, const Tensor& ids, Tensor& out) {
     using U = decltype(unit);
     const int64_t units = row_bytes / static_cast<int64_t>(sizeof(U));
     const int threads = static_cast<int>(std::min<int64_t>(256, ((units + 31) / 32) * 32));
-    gather_rows_kernel<U><<<static_cast<unsigned>(n), threads, 0, s>>>(
-        static_cast<const U*>(weight.raw_data()), id, static_cast<U*>(out.mutable_raw_data()), rows, units);
+    launch_dependent(gather_rows_kernel<U>, dim3(static_cast<unsigned>(n)), dim3(threads), 0, s,
+                     static_cast<const U*>(weight.raw_data()), id, static_cast<U*>(out.mutable_raw_data()), rows, units);
   };
   if (addr % 16 == 0) launch(uint4{});
   else if (addr % 4 == 0) launch(uint32_t{});

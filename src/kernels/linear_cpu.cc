@@ -1,5 +1,7 @@
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "backend.h"
 
 namespace hipformers::kernels::cpu {
@@ -21,6 +23,28 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
       float& v = out[r * out_features + o];
       v = round_to_dtype(b ? v + b[o] : v, dtype);
     }
+}
+
+// The reference of the fused projection: the unfused ops one after another.
+void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
+                  Tensor& y) {
+  const int64_t in_f = weight.size(1);
+  const int64_t rows = y.numel() / std::max<int64_t>(weight.size(0), 1);
+  Tensor input = x;
+  if (fusion.norm_weight) {
+    input = Tensor::empty(Shape{rows, in_f}, DType::kF32);
+    Tensor source = x;
+    rms_norm(nullptr, source, *fusion.norm_weight, fusion.eps, dtype, input, nullptr);
+  } else if (fusion.silu_mul_input) {
+    input = Tensor::empty(Shape{rows, in_f}, DType::kF32);
+    silu_and_mul_packed(x, dtype, input);
+  }
+  linear(input, weight, bias, dtype, y);
+  if (fusion.residual) {
+    float* res = fusion.residual->mutable_data<float>();
+    const float* out = y.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) res[i] = round_to_dtype(out[i] + res[i], dtype);
+  }
 }
 
 void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, Tensor& dx, Tensor& dweight,

@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 #include "gpu/vec16.h"
 
 #if defined(HIPFORMERS_WITH_CUBLASLT)
@@ -171,18 +172,65 @@ template <int n, int off> __device__ __forceinline__ void butterfly_sum(float* a
 
 template <typename T>
 __device__ __forceinline__ void gemv_store(T* y, const T* bias, float v, int idx, int64_t f0, int rows, int64_t out_f,
-                                           int mode) {
+                                           int mode, T* residual) {
   const int r = idx / kGemvFeatures;
   const int64_t c = f0 + idx % kGemvFeatures;
   if (r >= rows || c >= out_f) return;
   if (bias) v += load(bias + c);
-  store(y + r * out_f + c, round_to(v, mode));
+  T* out = y + r * out_f + c;
+  store(out, round_to(v, mode));
+  if (residual) {  // add_rms_norm's residual update: round(y as stored + residual)
+    T* res = residual + r * out_f + c;
+    store(res, round_to(load(out) + load(res), mode));
+  }
 }
 
-template <typename T, int ROWS, bool kVec>
+// What the GEMV folds into its input (fused_linear, linear.h): x as given, or
+// rms_norm(x) * norm_w, or silu(gate) * up of x = [gate | up]. A fused input
+// is computed once per block into shared memory (rows * in values of T,
+// rounded exactly as the rms_norm / silu_and_mul kernels store them).
+enum GemvInput : int { kInputPlain = 0, kInputNorm = 1, kInputSiluMul = 2 };
+
+struct GemvFusion {
+  const void* norm_w = nullptr;  // kInputNorm
+  float eps = 0;
+  void* residual = nullptr;      // residual = round(residual + y) after y is stored
+};
+
+template <typename T, int kInput>
+__device__ __forceinline__ void gemv_fused_input(const T* __restrict__ x, T* xs, int rows, int64_t in_f,
+                                                 const GemvFusion& fusion, int mode) {
+  __shared__ float scratch[kMaxWarps];
+  for (int r = 0; r < rows; ++r) {
+    if constexpr (kInput == kInputNorm) {
+      const T* xr = x + static_cast<int64_t>(r) * in_f;
+      const T* nw = static_cast<const T*>(fusion.norm_w);
+      float sum = 0;
+      for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) {
+        const float v = load(xr + i);
+        sum += v * v;
+      }
+      sum = block_sum(sum, scratch);
+      const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
+      for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x)
+        store(xs + r * in_f + i, round_to(load(nw + i) * round_to(load(xr + i) * inv, mode), mode));
+    } else {
+      const T* gate = x + static_cast<int64_t>(r) * 2 * in_f;
+      for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) {
+        const float g = load(gate + i);
+        const float silu = g / (1.0f + expf(-g));
+        store(xs + r * in_f + i, round_to(round_to(silu, mode) * load(gate + in_f + i), mode));
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, int ROWS, bool kVec, int kInput>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, T* __restrict__ y, int rows,
-                                                            int64_t out_f, int64_t in_f, int split, int mode) {
+                                                            int64_t out_f, int64_t in_f, int split, int mode,
+                                                            GemvFusion fusion) {
   using IO = GemvIO<T, kVec>;
   constexpr int R = kGemvFeatures, V = IO::V, N = ROWS * R;
   constexpr int U = ROWS <= 2 ? 2 : 1;  // vectors per feature in flight per lane
@@ -195,13 +243,28 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
   const T* wrow[R];
 #pragma unroll
   for (int f = 0; f < R; ++f) wrow[f] = w + (f0 + f < out_f ? f0 + f : out_f - 1) * in_f;
+  const int64_t nv = in_f / V, step = static_cast<int64_t>(split) * kWarp;
+  // Weights depend on no earlier kernel: start streaming this warp's slice
+  // into L2 (one prefetch per 128-byte line) before waiting for the input.
+  for (int64_t j = static_cast<int64_t>(s) * kWarp + lane; j < nv; j += step)
+    if ((j * V * static_cast<int64_t>(sizeof(T))) % 128 < static_cast<int64_t>(V * sizeof(T)))
+#pragma unroll
+      for (int f = 0; f < R; ++f) prefetch_l2(wrow[f] + j * V);
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
+  allow_dependents();
+  const T* xbase = x;
+  if constexpr (kInput != kInputPlain) {
+    extern __shared__ uint4 fused_x[];
+    T* xs = reinterpret_cast<T*>(fused_x);
+    gemv_fused_input<T, kInput>(x, xs, rows, in_f, fusion, mode);
+    xbase = xs;
+  }
   const T* xrow[ROWS];
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r) xrow[r] = x + static_cast<int64_t>(r < rows ? r : rows - 1) * in_f;
+  for (int r = 0; r < ROWS; ++r) xrow[r] = xbase + static_cast<int64_t>(r < rows ? r : rows - 1) * in_f;
   float acc[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) acc[i] = 0.0f;
-  const int64_t nv = in_f / V, step = static_cast<int64_t>(split) * kWarp;
   for (int64_t j = static_cast<int64_t>(s) * kWarp + lane; j < nv; j += step * U) {
     typename IO::Raw wv[U][R] = {};
 #pragma unroll
@@ -220,7 +283,10 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
         for (int e = 0; e < V; ++e) wf[f][e] = IO::get(wv[u][f], e);
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
-        const typename IO::Raw xv = IO::load_x(xrow[r] + jj * V);
+        typename IO::Raw xv;
+        if constexpr (kInput != kInputPlain && kVec) xv = *reinterpret_cast<const uint4*>(xrow[r] + jj * V);
+        else if constexpr (kInput != kInputPlain) xv = load(xrow[r] + jj * V);
+        else xv = IO::load_x(xrow[r] + jj * V);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           const float xe = IO::get(xv, e);
@@ -234,7 +300,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
   butterfly_sum<N, kWarp / 2>(acc, lane, idx);
   const bool holder = lane % (kWarp / N) == 0;  // lanes holding distinct sums
   if (split == 1) {
-    if (holder) gemv_store(y, bias, acc[0], idx, f0, rows, out_f, mode);
+    if (holder) gemv_store(y, bias, acc[0], idx, f0, rows, out_f, mode, static_cast<T*>(fusion.residual));
     return;
   }
   if (holder) partial[warp][idx] = acc[0];
@@ -244,7 +310,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
     const int g = tid / N, i = tid % N;
     float v = partial[g * split][i];
     for (int q = 1; q < split; ++q) v += partial[g * split + q][i];
-    gemv_store(y, bias, v, i, (static_cast<int64_t>(blockIdx.x) * groups + g) * R, rows, out_f, mode);
+    gemv_store(y, bias, v, i, (static_cast<int64_t>(blockIdx.x) * groups + g) * R, rows, out_f, mode,
+               static_cast<T*>(fusion.residual));
   }
 }
 
@@ -266,15 +333,22 @@ GemvDeviceInfo gemv_device_info(int device) {
   return info;
 }
 
+// Shared memory a fused input needs (0 for a plain one).
+std::size_t gemv_fused_bytes(int input, int64_t rows, int64_t in_f, DType storage) {
+  return input == kInputPlain ? 0 : static_cast<std::size_t>(rows * in_f) * dtype_size(storage);
+}
+constexpr std::size_t kGemvMaxFusedBytes = 40 << 10;  // under the 48 KiB every GPU gives without opting in
+
 void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y, int64_t rows,
-                 gpuStream_t s) {
+                 gpuStream_t s, int input = kInputPlain, const GemvFusion& fusion = {}) {
   const int64_t out_f = weight.size(0), in_f = weight.size(1);
   const GemvDeviceInfo info = gemv_device_info(x.device().index);
   const int warps = kGemvThreads / info.warp;
   const int64_t groups = (out_f + kGemvFeatures - 1) / kGemvFeatures;
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) && aligned16(x.raw_data());
+    const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) &&
+                     (input != kInputPlain || aligned16(x.raw_data()));
     const int64_t nv = vec ? in_f / kVec16<T> : in_f;
     int split = 1;
     while (split < warps && groups * split < static_cast<int64_t>(info.sms) * 24 &&
@@ -287,9 +361,17 @@ void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DTyp
     const T* bp = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
     T* yp = static_cast<T*>(y.mutable_raw_data());
     const int mode = round_mode(dtype);
+    const std::size_t shared = gemv_fused_bytes(input, rows, in_f, x.dtype());
     auto launch = [&](auto rows_tag, auto vec_tag) {
-      gemv_kernel<T, decltype(rows_tag)::value, decltype(vec_tag)::value><<<blocks, kGemvThreads, 0, s>>>(
-          xp, wp, bp, yp, static_cast<int>(rows), out_f, in_f, split, mode);
+      constexpr int kRows = decltype(rows_tag)::value;
+      constexpr bool kV = decltype(vec_tag)::value;
+      auto go = [&](auto kernel) {
+        launch_dependent(kernel, dim3(blocks), dim3(kGemvThreads), shared, s, xp, wp, bp, yp, static_cast<int>(rows),
+                         out_f, in_f, split, mode, fusion);
+      };
+      if (input == kInputNorm) go(gemv_kernel<T, kRows, kV, kInputNorm>);
+      else if (input == kInputSiluMul) go(gemv_kernel<T, kRows, kV, kInputSiluMul>);
+      else go(gemv_kernel<T, kRows, kV, kInputPlain>);
     };
     auto by_rows = [&](auto vec_tag) {
       if (rows == 1) launch(std::integral_constant<int, 1>{}, vec_tag);
@@ -488,6 +570,27 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
   }
 #endif
   tiled_linear(x, weight, bias, dtype, y, rows, s);
+}
+
+bool fused_linear_supported(const Tensor& x, const Tensor& weight, const LinearFusion& fusion) {
+  if (fusion.norm_weight && fusion.silu_mul_input) return false;
+  const int64_t in_f = weight.size(1);
+  const int64_t rows = x.numel() / (fusion.silu_mul_input ? 2 * in_f : in_f);
+  const int input = fusion.norm_weight ? kInputNorm : fusion.silu_mul_input ? kInputSiluMul : kInputPlain;
+  return rows >= 1 && rows <= kGemvMaxRows && weight.size(0) > 0 &&
+         gemv_fused_bytes(input, rows, in_f, x.dtype()) <= kGemvMaxFusedBytes;
+}
+
+void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
+                  Tensor& y) {
+  const int64_t in_f = weight.size(1);
+  const int64_t rows = x.numel() / (fusion.silu_mul_input ? 2 * in_f : in_f);
+  GemvFusion f;
+  f.norm_w = fusion.norm_weight ? fusion.norm_weight->raw_data() : nullptr;
+  f.eps = static_cast<float>(fusion.eps);
+  f.residual = fusion.residual ? fusion.residual->mutable_raw_data() : nullptr;
+  const int input = fusion.norm_weight ? kInputNorm : fusion.silu_mul_input ? kInputSiluMul : kInputPlain;
+  gemv_linear(x, weight, bias, dtype, y, rows, stream_for(x.device().index), input, f);
 }
 
 // Exposed for the tests: the portable kernel, whatever the platform.

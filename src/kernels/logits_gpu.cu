@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 #include "gpu/vec16.h"
 
 namespace hipformers::kernels::gpu {
@@ -54,6 +55,8 @@ __device__ __forceinline__ unsigned long long shfl_xor_u64(unsigned long long v,
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const T* __restrict__ logits, int32_t* ids,
                                                                      int64_t V, int64_t row0) {
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
+  allow_dependents();
   const int slot = static_cast<int>(blockIdx.y);
   const int64_t row = row0 + slot;
   const T* x = logits + row * V;
@@ -109,8 +112,8 @@ void argmax_rows(const Tensor& logits, Tensor& ids) {
     // stream (each leaves the static slots clean for the next).
     for (int64_t row0 = 0; row0 < B; row0 += kArgmaxMaxRows) {
       const dim3 grid(chunks, static_cast<unsigned>(std::min<int64_t>(kArgmaxMaxRows, B - row0)));
-      if (vec) argmax_rows_kernel<T, true><<<grid, kArgmaxThreads, 0, s>>>(x, out, V, row0);
-      else argmax_rows_kernel<T, false><<<grid, kArgmaxThreads, 0, s>>>(x, out, V, row0);
+      if (vec) launch_dependent(argmax_rows_kernel<T, true>, grid, dim3(kArgmaxThreads), 0, s, x, out, V, row0);
+      else launch_dependent(argmax_rows_kernel<T, false>, grid, dim3(kArgmaxThreads), 0, s, x, out, V, row0);
     }
   });
   check_launch("argmax_rows");

@@ -187,6 +187,48 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
   cpu::linear(x, weight, bias, dtype, y);
 }
 
+static void check_fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearFusion& f,
+                               const Tensor& y) {
+  require(!(f.norm_weight && f.silu_mul_input), "fused_linear", "a norm and a SwiGLU input cannot both be fused");
+  require(weight.ndim() == 2 && weight.size(1) > 0, "fused_linear", "weight must be [out, in]");
+  const int64_t in_f = weight.size(1), width = f.silu_mul_input ? 2 * in_f : in_f;
+  require(x.ndim() >= 1 && x.size(-1) == width, "fused_linear",
+          "input " + x.shape().str() + " does not have rows of " + std::to_string(width));
+  const int64_t rows = rows_of(x);
+  require(y.numel() == rows * weight.size(0) && (!bias.defined() || bias.numel() == weight.size(0)), "fused_linear",
+          "output " + y.shape().str() + " / bias do not match " + std::to_string(rows) + " rows of " +
+              std::to_string(weight.size(0)));
+  if (f.norm_weight)
+    require(f.norm_weight->ndim() == 1 && f.norm_weight->size(0) == in_f, "fused_linear",
+            "norm weight " + f.norm_weight->shape().str() + " does not match in_features " + std::to_string(in_f));
+  if (f.residual) require(f.residual->numel() == y.numel(), "fused_linear", "residual and output differ in size");
+}
+
+bool fused_linear_supported(const Tensor& x, const Tensor& weight, const LinearFusion& fusion) {
+  if (x.device().is_cpu()) return true;
+#if defined(HF_GPU_KERNELS)
+  return gpu::fused_linear_supported(x, weight, fusion);
+#else
+  (void)weight;
+  (void)fusion;
+  return false;
+#endif
+}
+
+void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
+                  Tensor& y) {
+  Device d = common_device("fused_linear", {&x, &weight, &bias, &y, fusion.norm_weight, fusion.residual});
+  check_fused_linear(x, weight, bias, fusion, y);
+  if (!d.is_cpu()) {
+#if defined(HF_GPU_KERNELS)
+    require(gpu::fused_linear_supported(x, weight, fusion), "fused_linear",
+            "these arguments need the unfused ops on " + d.str() + " (see fused_linear_supported)");
+#endif
+    return HF_ON_GPU("fused_linear", d, gpu::fused_linear(x, weight, bias, dtype, fusion, y));
+  }
+  cpu::fused_linear(x, weight, bias, dtype, fusion, y);
+}
+
 void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, Tensor& dx, Tensor& dweight,
                      Tensor& dbias) {
   Device d = common_device("linear_backward", {&dy, &x, &weight, &dx, &dweight, &dbias});

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 
 namespace hipformers::kernels::gpu {
 namespace {
@@ -29,6 +30,8 @@ template <typename T>
 __global__ void __launch_bounds__(1024) qkv_rope_kernel(const T* __restrict__ qkv, const T* __restrict__ q_norm,
                                                         const T* __restrict__ k_norm, T* k_pool, T* v_pool, T* q_out,
                                                         QkvArgs a) {
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
+  allow_dependents();
   const int64_t t = blockIdx.x;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   const int D = a.head_dim, half = D / 2, mode = a.mode;
@@ -118,7 +121,7 @@ void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
   gpuStream_t s = stream_for(qkv.device().index);
   dispatch_float(qkv.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    qkv_rope_kernel<T><<<static_cast<unsigned>(tokens), threads, 0, s>>>(
+    launch_dependent(qkv_rope_kernel<T>, dim3(static_cast<unsigned>(tokens)), dim3(threads), 0, s,
         static_cast<const T*>(qkv.raw_data()), q_norm.defined() ? static_cast<const T*>(q_norm.raw_data()) : nullptr,
         k_norm.defined() ? static_cast<const T*>(k_norm.raw_data()) : nullptr,
         static_cast<T*>(cache.k.mutable_raw_data()), static_cast<T*>(cache.v.mutable_raw_data()),

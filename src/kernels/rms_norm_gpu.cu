@@ -2,6 +2,7 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 
 namespace hipformers::kernels::gpu {
 namespace {
@@ -11,6 +12,8 @@ namespace {
 template <typename T>
 __global__ void rms_norm_kernel(const T* __restrict__ add, T* x, const T* __restrict__ weight, T* out,
                                 float* __restrict__ rstd, int64_t H, float eps, int mode) {
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
+  allow_dependents();
   __shared__ float scratch[kMaxWarps];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * H;
   float sum = 0;
@@ -47,7 +50,7 @@ void rms_norm(const Tensor* add, Tensor& x, const Tensor& weight, double eps, DT
     using T = decltype(tag);
     // Without `add`, x is only read: it may be a read-only view.
     T* xp = add ? static_cast<T*>(x.mutable_raw_data()) : const_cast<T*>(static_cast<const T*>(x.raw_data()));
-    rms_norm_kernel<T><<<static_cast<unsigned>(rows), threads, 0, s>>>(
+    launch_dependent(rms_norm_kernel<T>, dim3(static_cast<unsigned>(rows)), dim3(threads), 0, s,
         add ? static_cast<const T*>(add->raw_data()) : nullptr, xp, static_cast<const T*>(weight.raw_data()),
         static_cast<T*>(out.mutable_raw_data()), rstd ? static_cast<float*>(rstd->mutable_raw_data()) : nullptr, H,
         static_cast<float>(eps), round_mode(dtype));

@@ -28,7 +28,9 @@
 namespace hipformers {
 namespace {
 
-constexpr int64_t kIndexAlign = 16;  // I32 elements (64 bytes) between index arrays
+constexpr int64_t kIndexAlign = 16;
+// Steps of at most this many tokens take the fused small-batch path.
+constexpr int64_t kFusedStepMaxTokens = 8;  // I32 elements (64 bytes) between index arrays
 
 int64_t aligned(int64_t n) { return (n + kIndexAlign - 1) / kIndexAlign * kIndexAlign; }
 
@@ -254,24 +256,57 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   Tensor* scratch = ws.scratch.defined() ? &ws.scratch : nullptr;
 
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
+  Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
+
+  // Small batches (decode): every projection folds in its neighbours (norm
+  // before, SwiGLU before, residual add after), 6 kernels and the attention
+  // per layer instead of 10. Larger steps run the ops one by one.
+  auto fusion = [&](const Tensor* norm, bool silu, Tensor* residual) {
+    kernels::LinearFusion f;
+    f.norm_weight = norm;
+    f.eps = eps;
+    f.silu_mul_input = silu;
+    f.residual = residual;
+    return f;
+  };
+  const DecoderLayer& L0 = m.layers[0];
+  const bool fused = N <= kFusedStepMaxTokens &&
+                     kernels::fused_linear_supported(hidden, L0.qkv_proj, fusion(&L0.input_norm, false, nullptr)) &&
+                     kernels::fused_linear_supported(gate_up, L0.down_proj, fusion(nullptr, true, &hidden)) &&
+                     kernels::fused_linear_supported(last, m.lm_head, fusion(&m.final_norm, false, nullptr));
   for (std::size_t li = 0; li < m.layers.size(); ++li) {
     const DecoderLayer& L = m.layers[li];
-    K.rms_norm(li == 0 ? nullptr : &branch, hidden, L.input_norm, eps, dt, normed, nullptr);
-    kernels::linear(normed, L.qkv_proj, L.qkv_bias, dt, qkv);
+    if (fused) {
+      kernels::fused_linear(hidden, L.qkv_proj, L.qkv_bias, dt, fusion(&L.input_norm, false, nullptr), qkv);
+    } else {
+      K.rms_norm(li == 0 ? nullptr : &branch, hidden, L.input_norm, eps, dt, normed, nullptr);
+      kernels::linear(normed, L.qkv_proj, L.qkv_bias, dt, qkv);
+    }
     kernels::qkv_rope_write(qkv, L.q_norm, L.k_norm, eps, ws.inv_freq, rope_scaling, ws.batch, spec.heads,
                             spec.kv_heads, dt, cache.layers[li], q);
     spec.sliding_window = L.sliding_window;
     kernels::paged_attention(q, ws.batch, cache.layers[li], spec, attn, scratch);
-    kernels::linear(attn, L.o_proj, L.o_bias, dt, proj);
-    K.rms_norm(&proj, hidden, L.post_attention_norm, eps, dt, normed, nullptr);
-    kernels::linear(normed, L.gate_up_proj, L.gate_up_bias, dt, gate_up);
-    kernels::silu_and_mul_packed(gate_up, dt, act);
-    kernels::linear(act, L.down_proj, L.down_bias, dt, branch);
+    if (fused) {
+      kernels::fused_linear(attn, L.o_proj, L.o_bias, dt, fusion(nullptr, false, &hidden), proj);
+      kernels::fused_linear(hidden, L.gate_up_proj, L.gate_up_bias, dt, fusion(&L.post_attention_norm, false, nullptr),
+                            gate_up);
+      kernels::fused_linear(gate_up, L.down_proj, L.down_bias, dt, fusion(nullptr, true, &hidden), branch);
+    } else {
+      kernels::linear(attn, L.o_proj, L.o_bias, dt, proj);
+      K.rms_norm(&proj, hidden, L.post_attention_norm, eps, dt, normed, nullptr);
+      kernels::linear(normed, L.gate_up_proj, L.gate_up_bias, dt, gate_up);
+      kernels::silu_and_mul_packed(gate_up, dt, act);
+      kernels::linear(act, L.down_proj, L.down_bias, dt, branch);
+    }
   }
-  K.rms_norm(&branch, hidden, m.final_norm, eps, dt, normed, nullptr);
-  Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
-  kernels::embedding(normed, ws.logit_rows_index, last);  // gather the rows that need logits
-  kernels::linear(last, m.lm_head, Tensor(), dt, logits);
+  if (fused) {  // the residual stream already holds the last branch
+    kernels::embedding(hidden, ws.logit_rows_index, last);  // gather the rows that need logits
+    kernels::fused_linear(last, m.lm_head, Tensor(), dt, fusion(&m.final_norm, false, nullptr), logits);
+  } else {
+    K.rms_norm(&branch, hidden, m.final_norm, eps, dt, normed, nullptr);
+    kernels::embedding(normed, ws.logit_rows_index, last);
+    kernels::linear(last, m.lm_head, Tensor(), dt, logits);
+  }
   if (argmax) {
     Tensor next = ws.next.slice_rows(0, R);
     kernels::argmax_rows(logits, next);

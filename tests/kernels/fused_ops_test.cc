@@ -16,6 +16,7 @@
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/activation.h"
 #include "hipformers/kernels/embedding.h"
+#include "hipformers/kernels/linear.h"
 #include "hipformers/kernels/logits.h"
 #include "hipformers/kernels/paged_attention.h"
 #include "hipformers/kernels/qkv_rope.h"
@@ -256,6 +257,45 @@ TEST_F(FusedOps, EmbeddingByTensorIdsEqualsSpanIds) {
   EXPECT_THROW(k::embedding(w, i32({-1, 0}), out2), Error);
   EXPECT_THROW(k::embedding(w, Tensor::zeros({2}, DType::kI64), out2), Error);  // ids must be I32
   EXPECT_THROW(k::embedding(w, i32({1, 2, 3}), out2), Error);                   // output too small
+}
+
+// The CPU fused_linear is the unfused ops in sequence: same bits.
+TEST_F(FusedOps, FusedLinearEqualsUnfusedOps) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const int64_t rows = 3, in = 40, out = 24;
+    Tensor x = random({rows, in}), w = random({out, in}, 0.2f), b = random({out}), nw = random({in}, 0.3f);
+    Tensor gu = random({rows, 2 * in}), res = random({rows, out});
+    // norm input
+    Tensor normed = Tensor::empty({rows, in}, DType::kF32), want = Tensor::empty({rows, out}, DType::kF32);
+    k::rms_norm(x, nw, 1e-6, dt, normed);
+    k::linear(normed, w, b, dt, want);
+    Tensor got = Tensor::empty({rows, out}, DType::kF32);
+    k::LinearFusion f;
+    f.norm_weight = &nw;
+    f.eps = 1e-6;
+    k::fused_linear(x, w, b, dt, f, got);
+    EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.nbytes()), 0);
+    // SwiGLU input + residual: add_rms_norm's residual update
+    Tensor act = Tensor::empty({rows, in}, DType::kF32);
+    k::silu_and_mul_packed(gu, dt, act);
+    k::linear(act, w, Tensor(), dt, want);
+    Tensor want_res = res.clone(), normed2 = Tensor::empty({rows, out}, DType::kF32);
+    Tensor ones = Tensor::empty({out}, DType::kF32);
+    std::fill_n(ones.mutable_data<float>(), out, 1.0f);
+    k::add_rms_norm(want, want_res, ones, 1e-6, dt, normed2);
+    k::LinearFusion g;
+    g.silu_mul_input = true;
+    Tensor got_res = res.clone();
+    g.residual = &got_res;
+    k::fused_linear(gu, w, Tensor(), dt, g, got);
+    EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.nbytes()), 0);
+    EXPECT_EQ(std::memcmp(got_res.data<float>(), want_res.data<float>(), want_res.nbytes()), 0);
+    // bad arguments
+    k::LinearFusion both = f;
+    both.silu_mul_input = true;
+    EXPECT_THROW(k::fused_linear(x, w, b, dt, both, got), Error);
+    EXPECT_THROW(k::fused_linear(gu, w, b, dt, f, got), Error);  // rows of 2*in for a norm input
+  }
 }
 
 TEST_F(FusedOps, ArgmaxRowsEqualsHostArgmax) {

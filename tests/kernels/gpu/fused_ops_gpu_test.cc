@@ -300,6 +300,46 @@ TEST_F(GpuLinearTest, GemvLinearMatchesCpuForRowsUpTo8) {
   check_linear(DType::kF32, DType::kBF16, LinearCase{3, 1024, 200, true, false});
 }
 
+// fused_linear (the decode path's projections): each fused input/output
+// against the CPU composition of the unfused ops, rows 1..8.
+TEST_F(GpuLinearTest, FusedLinearMatchesCpuComposition) {
+  for (DType dt : kDtypes)
+    for (int64_t rows : {1, 2, 3, 5, 8})
+      for (int kind = 0; kind < 4; ++kind) {  // plain+residual, norm, silu, silu+residual
+        const bool norm = kind == 1, silu = kind >= 2, residual = kind == 0 || kind == 3;
+        const int64_t in = silu ? 768 : 1024, out = kind == 1 ? 4100 : 1024;
+        const std::string what = std::string("fused_linear ") + name(dt) + " rows " + std::to_string(rows) +
+                                 (norm ? " norm" : "") + (silu ? " silu" : "") + (residual ? " +residual" : "");
+        Tensor x = rounded(random({rows, silu ? 2 * in : in}), dt);
+        Tensor w = rounded(random({out, in}, 0.05f), dt);
+        Tensor b = kind == 1 ? rounded(random({out}), dt) : Tensor();
+        Tensor nw = rounded(random({in}, 0.2f), dt);
+        Tensor res = rounded(random({rows, out}), dt);
+        k::LinearFusion f;
+        f.norm_weight = norm ? &nw : nullptr;
+        f.eps = 1e-6;
+        f.silu_mul_input = silu;
+        Tensor want_res = res.clone();
+        f.residual = residual ? &want_res : nullptr;
+        Tensor want = Tensor::empty({rows, out}, DType::kF32);
+        k::fused_linear(x, w, b, dt, f, want);
+        Tensor gx = to_gpu(x, dt), gw = to_gpu(w, dt), gb = b.defined() ? to_gpu(b, dt) : Tensor();
+        Tensor gnw = to_gpu(nw, dt), gres = to_gpu(res, dt);
+        k::LinearFusion gf = f;
+        gf.norm_weight = norm ? &gnw : nullptr;
+        gf.residual = residual ? &gres : nullptr;
+        ASSERT_TRUE(k::fused_linear_supported(gx, gw, gf)) << what;
+        Tensor y = poisoned({rows, out}, dt);
+        k::fused_linear(gx, gw, gb, dt, gf, y);
+        const Tolerance tol = tolerance(dt, std::sqrt(static_cast<float>(in)) / 4);
+        expect_close(y, want, tol.atol, tol.rtol, what);
+        if (residual) expect_close(gres, want_res, tol.atol, tol.rtol, what + " residual");
+      }
+  // Beyond 8 rows the caller must use the unfused ops.
+  Tensor gx = to_gpu(random({9, 64}), DType::kBF16), gw = to_gpu(random({8, 64}), DType::kBF16);
+  EXPECT_FALSE(k::fused_linear_supported(gx, gw, k::LinearFusion{}));
+}
+
 TEST_F(GpuLinearTest, PlanCachedLinearMatchesCpuForLargerRows) {
   for (DType dt : kDtypes)
     for (int64_t rows : {9, 17, 64, 300})
