@@ -1,6 +1,7 @@
 #include "hipformers/generation/engine.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "hipformers/core/error.h"
@@ -14,6 +15,7 @@ Engine::Engine(const CausalLM& model, const EngineOptions& options) : model_(mod
                 "batched generation does not run the eager attention backend (use sdpa or a flash backend)");
   if (options_.max_batch <= 0) throw_invalid("max_batch must be positive");
   if (options_.max_prefill_tokens <= 0) throw_invalid("max_prefill_tokens must be positive");
+  if (const char* v = std::getenv("HIPFORMERS_DISABLE_GRAPHS"); v && *v && *v != '0') options_.use_graphs = false;
   if (options_.max_seq_len <= 0) options_.max_seq_len = c.max_position_embeddings;
   options_.max_seq_len = std::min(options_.max_seq_len, c.max_position_embeddings);
   const int64_t per_seq = PagedKVCache::pages_for(options_.max_seq_len);

@@ -1,4 +1,4 @@
-// qkv_rope_write on the GPU: one block per token, one warp per q/k head (a
+// qkv_rope_write on the GPU: a block per (token, group of 4 heads), one warp per q/k head (a
 // loop when there are more heads than warps), the v heads copied by the whole
 // block. The norm reproduces rms_norm_kernel's reduction order for a row of
 // head_dim (the same virtual thread count, per-warp sums added in warp
@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(1024) qkv_rope_kernel(const T* __restrict__ qk
   const float pos = static_cast<float>(p);
   const T* row = qkv + t * static_cast<int64_t>(a.heads + 2 * a.kv_heads) * D;
 
-  for (int h = warp; h < a.heads + a.kv_heads; h += warps) {
+  for (int h = static_cast<int>(blockIdx.y) * warps + warp; h < a.heads + a.kv_heads;
+       h += warps * static_cast<int>(gridDim.y)) {
     const bool is_q = h < a.heads;
     T* dst = is_q ? q_out + (t * a.heads + h) * D
                   : page < 0 ? nullptr : k_pool + ((page * a.kv_heads + (h - a.heads)) * kKVPageSize + slot) * D;
@@ -86,7 +87,8 @@ __global__ void __launch_bounds__(1024) qkv_rope_kernel(const T* __restrict__ qk
   if (page < 0) return;
   const int64_t kv_width = static_cast<int64_t>(a.kv_heads) * D;
   const T* v_src = row + static_cast<int64_t>(a.heads + a.kv_heads) * D;
-  for (int64_t e = threadIdx.x; e < kv_width; e += blockDim.x) {
+  for (int64_t e = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < kv_width;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.y) {
     const int64_t h = e / D, i = e - h * D;
     v_pool[((page * a.kv_heads + h) * kKVPageSize + slot) * D + i] = v_src[e];
   }
@@ -116,12 +118,16 @@ void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
   a.scaling = attention_scaling;
   a.sign = 1.0f;
   a.mode = round_mode(dtype);
-  // A warp per head: 32 lanes per head, in whole 64-lane groups (one CDNA wavefront).
-  const int threads = static_cast<int>(std::min<int64_t>(1024, ((heads + kv_heads) * 32 + 63) / 64 * 64));
+  // A warp per head, 4 heads (128 threads, two CDNA wavefronts) per block and
+  // the heads of a token spread over blockIdx.y, so a decode step's one token
+  // still fills several multiprocessors (a grid-stride loop covers the rest
+  // on 64-wide wavefronts).
+  const int threads = 128;
+  const auto head_blocks = static_cast<unsigned>((heads + kv_heads + 3) / 4);
   gpuStream_t s = stream_for(qkv.device().index);
   dispatch_float(qkv.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_dependent(qkv_rope_kernel<T>, dim3(static_cast<unsigned>(tokens)), dim3(threads), 0, s,
+    launch_dependent(qkv_rope_kernel<T>, dim3(static_cast<unsigned>(tokens), head_blocks), dim3(threads), 0, s,
         static_cast<const T*>(qkv.raw_data()), q_norm.defined() ? static_cast<const T*>(q_norm.raw_data()) : nullptr,
         k_norm.defined() ? static_cast<const T*>(k_norm.raw_data()) : nullptr,
         static_cast<T*>(cache.k.mutable_raw_data()), static_cast<T*>(cache.v.mutable_raw_data()),

@@ -12,6 +12,7 @@
 // engine capture a decode step as a graph.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "causal_lm_impl.h"
@@ -258,9 +259,9 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
 
-  // Small batches (decode): every projection folds in its neighbours (norm
-  // before, SwiGLU before, residual add after), 6 kernels and the attention
-  // per layer instead of 10. Larger steps run the ops one by one.
+  // Small batches (decode) can fold every projection's neighbours into it
+  // (norm before, SwiGLU before, residual add after): 6 kernels and the
+  // attention per layer instead of 10. Otherwise the ops run one by one.
   auto fusion = [&](const Tensor* norm, bool silu, Tensor* residual) {
     kernels::LinearFusion f;
     f.norm_weight = norm;
@@ -270,7 +271,14 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
     return f;
   };
   const DecoderLayer& L0 = m.layers[0];
-  const bool fused = N <= kFusedStepMaxTokens &&
+  // Off by default: measured on the H200 (docs/PERFORMANCE.md), folding the
+  // norm/SwiGLU into every GEMV block costs more latency than the separate
+  // kernels it saves. HIPFORMERS_FUSED_DECODE=1 turns it on.
+  static const bool fused_enabled = [] {
+    const char* v = std::getenv("HIPFORMERS_FUSED_DECODE");
+    return v && *v && *v != '0';
+  }();
+  const bool fused = fused_enabled && N <= kFusedStepMaxTokens &&
                      kernels::fused_linear_supported(hidden, L0.qkv_proj, fusion(&L0.input_norm, false, nullptr)) &&
                      kernels::fused_linear_supported(gate_up, L0.down_proj, fusion(nullptr, true, &hidden)) &&
                      kernels::fused_linear_supported(last, m.lm_head, fusion(&m.final_norm, false, nullptr));

@@ -16,6 +16,7 @@
 // ordinary stream-ordered one.
 #pragma once
 
+#include <cstdlib>
 #include <utility>
 
 #include "gpu_types.h"
@@ -43,6 +44,16 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 #endif
 }
 
+// HIPFORMERS_DISABLE_PDL=1 turns dependent launches into ordinary ones (for
+// A/B measurements; the kernels' wait/trigger are then no-ops).
+inline bool dependent_launch_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("HIPFORMERS_DISABLE_PDL");
+    return !(v && *v && *v != '0');
+  }();
+  return enabled;
+}
+
 // kernel<<<grid, block, shared, stream>>>(args...), as a dependent launch where supported.
 template <typename... Params, typename... Args>
 void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared, gpuStream_t stream,
@@ -57,7 +68,7 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::siz
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = dependent_launch_enabled() ? 1 : 0;
   check(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...), "cudaLaunchKernelEx");
 #else
   kernel<<<grid, block, shared, stream>>>(static_cast<Params>(std::forward<Args>(args))...);
