@@ -21,7 +21,10 @@ int main(int argc, char** argv) {
   try {
     auto tokenizer = hipformers::AutoTokenizer::from_pretrained(argv[1]);
     // "auto": the first visible GPU on a CUDA/ROCm build that sees one, else the CPU.
-    auto model = hipformers::AutoModelForCausalLM::from_pretrained(argv[1], {.dtype = "auto", .device_map = "auto"});
+    hipformers::PretrainedOptions load;
+    load.dtype = "auto";
+    load.device_map = "auto";
+    auto model = hipformers::AutoModelForCausalLM::from_pretrained(argv[1], load);
     std::cout << "device: " << model.device().str() << "\n";
     std::vector<int32_t> inputs = tokenizer.encode("The French Bread Law states");
     hipformers::GenerationOptions options;

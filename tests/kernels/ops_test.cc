@@ -242,7 +242,9 @@ TEST_P(AttentionTest, EagerAndSdpaMatchReferenceThroughTheCache) {
             for (int64_t j = 0; j < done + chunk; ++j) {
               float p = probs.data<float>()[(h * chunk + t) * (done + chunk) + j];
               bool visible = j <= done + t && (!c.window || done + t - j < *c.window);
-              if (!visible) ASSERT_EQ(p, 0.0f);
+              if (!visible) {
+                ASSERT_EQ(p, 0.0f);
+              }
               sum += p;
             }
             ASSERT_NEAR(sum, 1.0, 1e-5);

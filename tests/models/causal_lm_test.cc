@@ -8,6 +8,7 @@
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/rotary.h"
 #include "hipformers/models/causal_lm.h"
+#include "model_options.h"
 #include "tiny_model.h"
 
 namespace hipformers {
@@ -163,7 +164,7 @@ TEST_P(ModelTest, LogitsMatchNaiveForwardAndCacheIsConsistent) {
   Mat want = naive.forward(ids);
 
   for (auto attn : {AttnImplementation::kSdpa, AttnImplementation::kEager}) {
-    CausalLM model = CausalLM::from_pretrained(dir, {DType::kF32, Device::cpu(), attn});
+    CausalLM model = CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::cpu(), attn));
     KVCache cache = model.new_cache(64);
     Tensor full = model.forward(ids, cache, true);
     EXPECT_LE(max_rel_diff(full, want), 1e-5) << "attn " << static_cast<int>(attn);
@@ -177,7 +178,7 @@ TEST_P(ModelTest, LogitsMatchNaiveForwardAndCacheIsConsistent) {
   }
 
   // bfloat16: every logit is a bf16 value and close to the fp32 result.
-  CausalLM bf16 = CausalLM::from_pretrained(dir, {DType::kBF16, Device::cpu(), AttnImplementation::kSdpa});
+  CausalLM bf16 = CausalLM::from_pretrained(dir, testing::load_options(DType::kBF16, Device::cpu(), AttnImplementation::kSdpa));
   KVCache cache = bf16.new_cache(64);
   Tensor logits = bf16.forward(ids, cache, true);
   for (int64_t i = 0; i < logits.numel(); ++i)
@@ -242,9 +243,9 @@ TEST(ModelLoad, WrongShapeNamesExpectedAndActual) {
 TEST(ModelLoad, UnsupportedDtypeAndBadInputs) {
   TinySpec s;
   auto dir = testing::write_tiny_model("dtype", s, testing::tiny_weights(s, 1));
-  expect_error([&] { CausalLM::from_pretrained(dir, {DType::kF64, Device::cpu(), AttnImplementation::kSdpa}); },
+  expect_error([&] { CausalLM::from_pretrained(dir, testing::load_options(DType::kF64, Device::cpu(), AttnImplementation::kSdpa)); },
                ErrorKind::kUnsupported, {"float64"});
-  expect_error([&] { CausalLM::from_pretrained(dir, {DType::kF32, Device::gpu(0), AttnImplementation::kSdpa}); },
+  expect_error([&] { CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::gpu(0), AttnImplementation::kSdpa)); },
                ErrorKind::kUnsupported, {"cuda:0"});
   CausalLM model = CausalLM::from_pretrained(dir);
   KVCache cache = model.new_cache(200);
@@ -270,7 +271,7 @@ TEST(ModelLoad, Bf16CheckpointLoads) {
     tensors.push_back({n, DType::kBF16, sv.first, store.back().data(), store.back().size() * 2});
   }
   save_checkpoint(dir, tensors);
-  CausalLM model = CausalLM::from_pretrained(dir, {DType::kF32, Device::cpu(), AttnImplementation::kSdpa});
+  CausalLM model = CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::cpu(), AttnImplementation::kSdpa));
   KVCache cache = model.new_cache(8);
   std::vector<int32_t> ids = {5, 9, 2};
   Tensor logits = model.forward(ids, cache, true);

@@ -13,6 +13,7 @@
 #include "hipformers/core/json.h"
 #include "hipformers/io/safetensors.h"
 #include "hipformers/models/causal_lm.h"
+#include "model_options.h"
 #include "test_paths.h"
 
 namespace hipformers {
@@ -45,7 +46,7 @@ TEST(HuggingFaceReference, CpuLogitsAndGreedyTokensMatch) {
     ASSERT_EQ(meta.at("dtype").get<std::string>(), "float32");
     SafetensorsFile ref = SafetensorsFile::open(dir / "reference.safetensors");
     for (auto attn : {AttnImplementation::kSdpa, AttnImplementation::kEager}) {
-      CausalLM model = CausalLM::from_pretrained(dir, {DType::kF32, Device::cpu(), attn});
+      CausalLM model = CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::cpu(), attn));
       const int64_t vocab = model.config().vocab_size;
       for (int64_t p = 0; p < meta.at("num_prompts").get<int64_t>(); ++p) {
         std::vector<int64_t> ids64 = read_i64(ref, "input_ids_" + std::to_string(p));

@@ -57,7 +57,9 @@ TEST_F(MakeModel, Qwen3MiniLoadsAndRuns) {
   EXPECT_EQ(raw["torch_dtype"], "float32");
   EXPECT_EQ(raw["dtype"], "float32");
 
-  PreTrainedModel model = AutoModelForCausalLM::from_pretrained(out, {.dtype = "auto", .device_map = "cpu"});
+  PretrainedOptions load;
+  load.device_map = "cpu";
+  PreTrainedModel model = AutoModelForCausalLM::from_pretrained(out, load);
   const ModelConfig& c = model.config();
   EXPECT_EQ(c.architecture, Architecture::kQwen3);
   EXPECT_EQ(c.vocab_size, 151936);
