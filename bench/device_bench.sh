@@ -30,18 +30,22 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
   r["peak_memory_bytes"]/2**30, 100*r["bandwidth_fraction"]))'
       done ;;
     profile)
-      for b in 1; do
-        echo "== ncu per-kernel summary, batch $b"
-        timeout 240 ncu --clock-control none --print-summary per-kernel --csv \
-          "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch $b --prompt-len 128 --gen-len 3 \
-          --warmup 0 --repeat 1 >"$OUT/ncu_b$b.csv" 2>"$OUT/ncu_b$b.err"
-        echo "exit $?"
-      done
-      echo "== ncu prefill 4096"
-      timeout 240 ncu --clock-control none --print-summary per-kernel --csv \
-        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 4096 --gen-len 2 \
-        --warmup 0 --repeat 1 >"$OUT/ncu_prefill.csv" 2>"$OUT/ncu_prefill.err"
-      echo "exit $?" ;;
+      # Per-kernel times of one eager decode step (graphs and dependent
+      # launches off so every kernel is profiled on its own; ncu cannot
+      # profile inside the bench's graphs). Skips the load and the prefill.
+      echo "== ncu, batch 1 decode kernels"
+      HIPFORMERS_DISABLE_GRAPHS=1 HIPFORMERS_DISABLE_PDL=1 timeout 240 ncu --clock-control none --cache-control none \
+        --launch-skip 700 --launch-count 60 --metrics gpu__time_duration.sum --csv \
+        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 128 --gen-len 4 \
+        --warmup 0 --repeat 1 >"$OUT/ncu_b1.csv" 2>"$OUT/ncu_b1.err"
+      echo "exit $?"
+      grep '^"' "$OUT/ncu_b1.csv" | python3 -c '
+import csv, re, sys
+rows = list(csv.reader(sys.stdin))
+h = rows[0]
+k, v = h.index("Kernel Name"), h.index("Metric Value")
+for r in rows[1:]:
+    print("%8.2f us  %s" % (float(r[v].replace(",", "")) / 1000, re.sub(r"\(.*", "", r[k])[:80]))' ;;
     compare)
       cp docs/PERFORMANCE.md "$OUT/PERFORMANCE.md"
       python3 bench/compare_transformers.py --hipformers "$HF" --model-dir "$MODEL" --timeout 400 \
