@@ -37,7 +37,7 @@ Tensor PreTrainedModel::logits(std::span<const int32_t> ids) const {
     return model_.forward(ids, cache, true);
   }
   // The batched path generate() runs, in chunks whose logits fit the workspace.
-  const int64_t chunk = std::min<int64_t>(T, 512);
+  const int64_t chunk = std::min<int64_t>(T, 256);  // logits buffer: 256 x vocab
   PagedKVCache cache(model_, PagedKVCache::pages_for(T));
   const std::vector<int32_t> pages = cache.allocate(PagedKVCache::pages_for(T));
   StepWorkspace ws(model_, chunk, 1, T, /*logits_for_every_token=*/true);
