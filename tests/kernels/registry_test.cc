@@ -59,12 +59,18 @@ TEST(KernelRegistry, NamesAreUniquePerLayerAndDevice) {
 }
 
 TEST(KernelRegistry, CpuKernelsAreAvailableInEveryBuild) {
-  for (const KernelInfo& k : registered_kernels())
-    if (k.device == "cpu") EXPECT_TRUE(k.available()) << k.name;
+  for (const KernelInfo& k : registered_kernels()) {
+    if (k.device == "cpu") {
+      EXPECT_TRUE(k.available()) << k.name;
+    }
+  }
   EXPECT_EQ(device_key(Device::cpu()), "cpu");
   if (built_gpu_key().empty()) {
-    for (const KernelInfo& k : registered_kernels())
-      if (k.device != "cpu") EXPECT_FALSE(k.available()) << k.name;
+    for (const KernelInfo& k : registered_kernels()) {
+      if (k.device != "cpu") {
+        EXPECT_FALSE(k.available()) << k.name;
+      }
+    }
   }
 }
 
@@ -158,7 +164,11 @@ TEST_F(KernelSelectionRun, TheChosenAttentionKernelRuns) {
                     0};
   kv_cache_append(cache, random({T, heads * D}), random({T, heads * D}));
   std::vector<int64_t> pos{0, 1, 2};
-  AttentionSpec spec{heads, heads, D, 0.5f};
+  AttentionSpec spec;
+  spec.heads = heads;
+  spec.kv_heads = heads;
+  spec.head_dim = D;
+  spec.scale = 0.5f;
   Tensor out_e = Tensor::zeros(Shape{T, heads * D}, DType::kF32), out_s = out_e.clone();
   Tensor probs_e = Tensor::zeros(Shape{heads, T, T}, DType::kF32), probs_s = probs_e.clone();
   select_kernels("cpu", "attention_eager").attention(q, pos, cache, spec, out_e, &probs_e);

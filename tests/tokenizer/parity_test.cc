@@ -184,7 +184,9 @@ TEST_P(ParityTest, MatchesReference) {
       return;
     }
   }
-  if (doc.contains("vocab_size")) EXPECT_EQ(t.vocab_size(), doc["vocab_size"].get<std::int32_t>()) << name;
+  if (doc.contains("vocab_size")) {
+    EXPECT_EQ(t.vocab_size(), doc["vocab_size"].get<std::int32_t>()) << name;
+  }
   if (doc.contains("decode_cases")) {
     const auto& dcs = doc["decode_cases"];
     for (std::size_t i = 0; i < dcs.size() && failures < 20; ++i) {

@@ -55,7 +55,9 @@ TEST(Throughput, Qwen3BrownCorpus) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("qwen3 %s pass: %zu bytes -> %zu ids in %.3f s = %.1f MB/s\n", pass ? "warm" : "cold", text.size(),
                 ids.size(), s, text.size() / s / 1e6);
-    if (pass == 0) EXPECT_EQ(tok.decode(ids), text);
+    if (pass == 0) {
+      EXPECT_EQ(tok.decode(ids), text);
+    }
   }
   // Line by line (many short calls), as a server would see requests.
   std::vector<std::string> lines;

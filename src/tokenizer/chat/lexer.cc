@@ -405,7 +405,9 @@ std::string decode_string_literal(std::string_view body, const std::string& wher
         append_cp(cp);
         break;
       }
-      case 'N': bad("unsupported \\N{...} escape");
+      case 'N':
+        bad("unsupported \\N{...} escape");
+        break;  // not reached: bad() throws
       default:
         if (e >= '0' && e <= '7') {
           std::uint32_t cp = static_cast<std::uint32_t>(e - '0');

@@ -39,7 +39,9 @@ TEST(ChatTemplateJinja, MatchesJinja2) {
       EXPECT_TRUE(threw) << "jinja2 raised " << c["error"] << " but we rendered: " << got;
     } else {
       EXPECT_FALSE(threw) << "we threw: " << err;
-      if (!threw) EXPECT_EQ(got, c["text"].get<std::string>());
+      if (!threw) {
+        EXPECT_EQ(got, c["text"].get<std::string>());
+      }
     }
     ++checked;
   }
