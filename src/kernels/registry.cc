@@ -81,6 +81,15 @@ std::vector<Entry> make_entries() {
   e.push_back({{kSilu, "cpu", "silu_and_mul_reference", "src/kernels/activation_cpu.cc",
                 "silu(gate) * up, fp32 with dtype rounding emulation", true},
                nullptr, nullptr, silu_impl<false>});
+  // The batched path's folded variants: the op runs inside the neighbouring
+  // projection (fused_linear, linear.h) for steps of up to 8 tokens; the
+  // reference path and larger steps run the plain op.
+  e.push_back({{kNorm, "cpu", "rms_norm_in_projection", "src/kernels/linear_cpu.cc",
+                "batched decode: RMSNorm folded into the next projection, residual add into the previous one", false},
+               rms_norm_impl<false>});
+  e.push_back({{kSilu, "cpu", "silu_and_mul_in_projection", "src/kernels/linear_cpu.cc",
+                "batched decode: silu(gate) * up folded into the down projection's input", false},
+               nullptr, nullptr, silu_impl<false>});
   e.push_back({{kAttn, "cpu", "attention_sdpa", "src/kernels/attention_cpu.cc",
                 "one pass per query row, online softmax, no stored probabilities", true},
                nullptr, nullptr, nullptr, attention_impl<false, false>});
@@ -91,10 +100,18 @@ std::vector<Entry> make_entries() {
     e.push_back({{kNorm, gpu, "rms_norm_fused_residual", "src/kernels/rms_norm_gpu.cu",
                   "one block per row, residual add fused, fp32 accumulation", true},
                  rms_norm_impl<true>});
+    e.push_back({{kNorm, gpu, "rms_norm_in_projection", "src/kernels/linear_gpu.cu",
+                  "batched decode (<= 8 tokens): RMSNorm computed by every block of the next GEMV, residual add "
+                  "in the previous GEMV's epilogue",
+                  false},
+                 rms_norm_impl<true>});
     e.push_back({{kRope, gpu, "rotary_gpu", "src/kernels/rotary_gpu.cu",
                   "one thread per rotated pair, positions uploaded per call", true},
                  nullptr, rope_impl<true>});
     e.push_back({{kSilu, gpu, "silu_and_mul_gpu", "src/kernels/activation_gpu.cu", "elementwise, fp32 math", true},
+                 nullptr, nullptr, silu_impl<true>});
+    e.push_back({{kSilu, gpu, "silu_and_mul_in_projection", "src/kernels/linear_gpu.cu",
+                  "batched decode (<= 8 tokens): silu(gate) * up computed by every block of the down GEMV", false},
                  nullptr, nullptr, silu_impl<true>});
     e.push_back({{kAttn, gpu, "attention_fused", "src/kernels/attention_gpu.cu",
                   "fused causal GQA attention, online softmax, head_dim <= 256", true},

@@ -12,7 +12,6 @@
 // engine capture a decode step as a graph.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "causal_lm_impl.h"
@@ -259,9 +258,13 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
 
-  // Small batches (decode) can fold every projection's neighbours into it
-  // (norm before, SwiGLU before, residual add after): 6 kernels and the
-  // attention per layer instead of 10. Otherwise the ops run one by one.
+  // Small batches (decode) can fold the norms and the SwiGLU into the
+  // projections (fused_linear): RMSNorm by every block of the next GEMV with
+  // the residual add in the previous GEMV's epilogue, SiLU-and-mul by every
+  // block of the down GEMV. Chosen per device through the registry
+  // (rms_norm_in_projection, silu_and_mul_in_projection; --use-kernels with a
+  // KernelConfig). Not the default: measured on the H200 the per-block
+  // prologues cost more latency than the kernels they save (docs/PERFORMANCE.md).
   auto fusion = [&](const Tensor* norm, bool silu, Tensor* residual) {
     kernels::LinearFusion f;
     f.norm_weight = norm;
@@ -271,20 +274,16 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
     return f;
   };
   const DecoderLayer& L0 = m.layers[0];
-  // Off by default: measured on the H200 (docs/PERFORMANCE.md), folding the
-  // norm/SwiGLU into every GEMV block costs more latency than the separate
-  // kernels it saves. HIPFORMERS_FUSED_DECODE=1 turns it on.
-  static const bool fused_enabled = [] {
-    const char* v = std::getenv("HIPFORMERS_FUSED_DECODE");
-    return v && *v && *v != '0';
-  }();
-  const bool fused = fused_enabled && N <= kFusedStepMaxTokens &&
-                     kernels::fused_linear_supported(hidden, L0.qkv_proj, fusion(&L0.input_norm, false, nullptr)) &&
-                     kernels::fused_linear_supported(gate_up, L0.down_proj, fusion(nullptr, true, &hidden)) &&
-                     kernels::fused_linear_supported(last, m.lm_head, fusion(&m.final_norm, false, nullptr));
+  const bool small = N <= kFusedStepMaxTokens;
+  const bool fold_norm = small && K.kernel(kernels::LayerKind::kRMSNorm).name == "rms_norm_in_projection" &&
+                         kernels::fused_linear_supported(hidden, L0.qkv_proj, fusion(&L0.input_norm, false, nullptr)) &&
+                         kernels::fused_linear_supported(hidden, L0.gate_up_proj, fusion(&L0.post_attention_norm, false, nullptr)) &&
+                         kernels::fused_linear_supported(last, m.lm_head, fusion(&m.final_norm, false, nullptr));
+  const bool fold_silu = small && K.kernel(kernels::LayerKind::kSiLUAndMul).name == "silu_and_mul_in_projection" &&
+                         kernels::fused_linear_supported(gate_up, L0.down_proj, fusion(nullptr, true, nullptr));
   for (std::size_t li = 0; li < m.layers.size(); ++li) {
     const DecoderLayer& L = m.layers[li];
-    if (fused) {
+    if (fold_norm) {  // the residual stream already holds the previous layer's output
       kernels::fused_linear(hidden, L.qkv_proj, L.qkv_bias, dt, fusion(&L.input_norm, false, nullptr), qkv);
     } else {
       K.rms_norm(li == 0 ? nullptr : &branch, hidden, L.input_norm, eps, dt, normed, nullptr);
@@ -294,20 +293,25 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
                             spec.kv_heads, dt, cache.layers[li], q);
     spec.sliding_window = L.sliding_window;
     kernels::paged_attention(q, ws.batch, cache.layers[li], spec, attn, scratch);
-    if (fused) {
+    if (fold_norm) {
       kernels::fused_linear(attn, L.o_proj, L.o_bias, dt, fusion(nullptr, false, &hidden), proj);
       kernels::fused_linear(hidden, L.gate_up_proj, L.gate_up_bias, dt, fusion(&L.post_attention_norm, false, nullptr),
                             gate_up);
-      kernels::fused_linear(gate_up, L.down_proj, L.down_bias, dt, fusion(nullptr, true, &hidden), branch);
     } else {
       kernels::linear(attn, L.o_proj, L.o_bias, dt, proj);
       K.rms_norm(&proj, hidden, L.post_attention_norm, eps, dt, normed, nullptr);
       kernels::linear(normed, L.gate_up_proj, L.gate_up_bias, dt, gate_up);
+    }
+    Tensor* residual = fold_norm ? &hidden : nullptr;  // else the next add_rms_norm adds `branch`
+    if (fold_silu) {
+      kernels::fused_linear(gate_up, L.down_proj, L.down_bias, dt, fusion(nullptr, true, residual), branch);
+    } else {
       kernels::silu_and_mul_packed(gate_up, dt, act);
-      kernels::linear(act, L.down_proj, L.down_bias, dt, branch);
+      if (residual) kernels::fused_linear(act, L.down_proj, L.down_bias, dt, fusion(nullptr, false, residual), branch);
+      else kernels::linear(act, L.down_proj, L.down_bias, dt, branch);
     }
   }
-  if (fused) {  // the residual stream already holds the last branch
+  if (fold_norm) {
     kernels::embedding(hidden, ws.logit_rows_index, last);  // gather the rows that need logits
     kernels::fused_linear(last, m.lm_head, Tensor(), dt, fusion(&m.final_norm, false, nullptr), logits);
   } else {

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "hipformers/core/error.h"
+#include "hipformers/kernels/registry.h"
 #include "hipformers/models/causal_lm.h"
 #include "test_util.h"
 #include "tiny_model.h"
@@ -134,6 +135,31 @@ TEST(BatchStep, Bf16EmulationQwen2BiasAndSlidingWindow) {
     spec.sliding_window = 8;
     const CausalLM model = load(spec, "bs_window");
     expect_matches_reference(model, {tokens(50, spec.vocab, 9), tokens(20, spec.vocab, 10)}, 7, 1e-5f, "window");
+  }
+}
+
+// The folded decode variants (RMSNorm / SwiGLU inside the projections),
+// chosen per device through use_kernels + a KernelConfig, give the
+// reference's logits for decode steps (<= 8 tokens) and ordinary prefill.
+TEST(BatchStep, FoldedNormAndSwigluMatchReference) {
+  TinySpec spec;
+  spec.max_positions = 256;
+  const auto dir = testing::write_tiny_model("bs_folded", spec, testing::tiny_weights(spec, 7));
+  for (int variant = 0; variant < 3; ++variant) {  // norm, SwiGLU, both
+    kernels::KernelConfig config;
+    if (variant != 1) config.set(kernels::LayerKind::kRMSNorm, "cpu", "rms_norm_in_projection");
+    if (variant != 0) config.set(kernels::LayerKind::kSiLUAndMul, "cpu", "silu_and_mul_in_projection");
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      ModelLoadOptions options;
+      options.dtype = dt;
+      options.use_kernels = true;
+      options.kernel_config = config;
+      const CausalLM model = CausalLM::from_pretrained(dir, options);
+      const std::vector<std::vector<int32_t>> seqs = {tokens(20, spec.vocab, 1), tokens(7, spec.vocab, 2)};
+      // chunks of 3 tokens x 2 sequences = 6 tokens per step: the folded path
+      expect_matches_reference(model, seqs, 3, dt == DType::kF32 ? 1e-5f : 2e-2f,
+                               "folded variant " + std::to_string(variant));
+    }
   }
 }
 

@@ -48,7 +48,8 @@ TEST(CliKernels, JsonListsEveryDevice) {
 TEST(CliKernels, TextListsDefaults) {
   auto r = run_cli("kernels");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("cpu:\n  RMSNorm: rms_norm_reference (default)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu:\n  RMSNorm: rms_norm_reference (default), rms_norm_in_projection\n"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("  attention backends: eager, sdpa\n"), std::string::npos) << r.out;
 }
 
