@@ -32,6 +32,11 @@ Tensor PreTrainedModel::logits(std::span<const int32_t> ids) const {
   if (T > c.max_position_embeddings)
     throw_invalid("sequence of " + std::to_string(T) + " tokens is longer than max_position_embeddings (" +
                   std::to_string(c.max_position_embeddings) + ")");
+  for (int64_t t = 0; t < T; ++t)
+    if (ids[static_cast<std::size_t>(t)] < 0 || ids[static_cast<std::size_t>(t)] >= c.vocab_size)
+      throw_invalid("token id " + std::to_string(ids[static_cast<std::size_t>(t)]) + " at position " +
+                    std::to_string(t) + " is out of range for the model's vocabulary of " +
+                    std::to_string(c.vocab_size));
   if (!model_.supports_batched_steps()) {
     KVCache cache = model_.new_cache(T);
     return model_.forward(ids, cache, true);

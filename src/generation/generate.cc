@@ -6,6 +6,7 @@
 
 #include "hipformers/core/error.h"
 #include "hipformers/generation/engine.h"
+#include "hipformers/runtime/profiling.h"
 
 namespace hipformers {
 
@@ -137,7 +138,14 @@ std::vector<GeneratedSequence> generate_batched(const CausalLM& model, const std
   if (active == 0) return results;
   engine_options.max_batch = std::min<int64_t>(active, 64);
   engine_options.max_seq_len = longest;
+  // KV pages: every sequence's whole length if that fits in 80% of the memory
+  // still available, else as many as do (at least one longest sequence);
+  // sequences beyond it wait for pages (FIFO admission).
+  const auto page_bytes = static_cast<double>(PagedKVCache::page_bytes(model));
+  const auto affordable =
+      static_cast<int64_t>(0.8 * static_cast<double>(available_memory(model.device())) / page_bytes);
   engine_options.kv_pages = std::min(pages, engine_options.max_batch * PagedKVCache::pages_for(longest));
+  engine_options.kv_pages = std::max(std::min(engine_options.kv_pages, affordable), PagedKVCache::pages_for(longest));
   engine_options.max_prefill_tokens = std::min<int64_t>(4096, std::max<int64_t>(longest, engine_options.max_batch));
   Engine engine(model, engine_options);
   std::vector<std::size_t> prompt_of;  // engine sequence -> prompt index

@@ -421,8 +421,16 @@ LtContext& lt_context(int device) {
   LtContext& c = (*contexts)[device];
   if (!c.handle) {
     stream_for(device);
-    check_blas(cublasLtCreate(&c.handle), "cublasLtCreate");
-    check(cudaMalloc(&c.workspace, c.workspace_bytes), "cudaMalloc(cublasLt workspace)");
+    // The context counts as made only when both exist, so a failure (out of
+    // memory, or a first use inside a graph capture) is retried next time.
+    void* workspace = nullptr;
+    check(cudaMalloc(&workspace, c.workspace_bytes), "cudaMalloc(cublasLt workspace)");
+    cublasLtHandle_t handle = nullptr;
+    const cublasStatus_t made = cublasLtCreate(&handle);
+    if (made != CUBLAS_STATUS_SUCCESS) (void)cudaFree(workspace);
+    check_blas(made, "cublasLtCreate");
+    c.workspace = workspace;
+    c.handle = handle;
   }
   return c;
 }

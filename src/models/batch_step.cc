@@ -211,6 +211,7 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
 
   // RoPE frequencies (dynamic NTK ones change with the longest sequence).
   const kernels::RopeFrequencies freqs = m.frequencies_for(max_end);
+  ws.attention_scaling = freqs.attention_scaling;
   if (freqs.inv_freq != ws.host_inv_freq) {
     ws.host_inv_freq = freqs.inv_freq;
     copy_bytes(ws.inv_freq.mutable_raw_data(), ws.device_, freqs.inv_freq.data(), Device::cpu(),
@@ -240,7 +241,7 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   const int64_t N = ws.batch.num_tokens, R = ws.logit_rows_;
   if (N == 0) throw_invalid("forward_step: no step was prepared");
   const double eps = c.rms_norm_eps;
-  const float rope_scaling = m.rope_freqs.attention_scaling;
+  const float rope_scaling = ws.attention_scaling;
 
   kernels::AttentionSpec spec;
   spec.heads = c.num_attention_heads;

@@ -52,9 +52,14 @@ std::vector<int32_t> PagedKVCache::allocate(int64_t n) {
 }
 
 void PagedKVCache::release(std::span<const int32_t> pages) {
+  // All or nothing: a bad or repeated id leaves every page where it was.
+  std::vector<bool> seen(static_cast<std::size_t>(num_pages_), false);
   for (int32_t p : pages) {
-    if (p < 0 || p >= num_pages_ || !in_use_[static_cast<std::size_t>(p)])
+    if (p < 0 || p >= num_pages_ || !in_use_[static_cast<std::size_t>(p)] || seen[static_cast<std::size_t>(p)])
       throw_invalid("KV cache page " + std::to_string(p) + " is not in use");
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  for (int32_t p : pages) {
     in_use_[static_cast<std::size_t>(p)] = false;
     free_.push_back(p);
   }

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "hipformers/core/error.h"
@@ -100,6 +102,24 @@ MemoryStats memory_stats(const Device& device) {
   m.reserved_bytes = s.reserved;
   m.peak_reserved_bytes = s.peak_reserved;
   return m;
+#else
+  no_gpu(device);
+#endif
+}
+
+std::size_t available_memory(const Device& device) {
+  if (device.is_cpu()) {
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string line; std::getline(meminfo, line);) {
+      if (line.rfind("MemAvailable:", 0) != 0) continue;
+      std::size_t kib = 0;
+      if (std::sscanf(line.c_str(), "MemAvailable: %zu kB", &kib) == 1) return kib * 1024;
+    }
+    return static_cast<std::size_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  }
+#ifdef HF_PROFILING_GPU
+  allocator_for(device);  // validates the index
+  return gpu::available_memory(device.index);
 #else
   no_gpu(device);
 #endif

@@ -97,6 +97,35 @@ TEST_F(EngineTest, EverySequenceMatchesRunningAlone) {
   EXPECT_EQ(run(scarce, prompts, lengths), want);
 }
 
+// Decode steps are recorded once per batch size (after one eager run) and
+// replayed; on the CPU the replay runs the same callable, so the keying and
+// warm-up order are exercised here and must not change any token.
+TEST_F(EngineTest, ReplayedDecodeStepsMatchEagerOnes) {
+  const auto prompts = prompts_of({5, 9, 2});
+  const std::vector<int64_t> lengths = {9, 4, 12};  // the batch shrinks 3 -> 2 -> 1
+  EngineOptions eager;
+  eager.max_seq_len = 64;
+  eager.use_graphs = false;
+  EngineOptions replayed = eager;
+  replayed.use_graphs = true;
+  const auto want = run(eager, prompts, lengths);
+  Engine engine(*model, replayed);
+  for (std::size_t i = 0; i < prompts.size(); ++i) engine.add(prompts[i], lengths[i]);
+  std::vector<std::vector<int32_t>> got(prompts.size());
+  while (engine.has_work()) {
+    const auto ready = engine.step(true);
+    const auto ids = engine.argmax_ids();
+    for (const auto& r : ready) {
+      auto& o = got[static_cast<std::size_t>(r.sequence)];
+      o.push_back(ids[static_cast<std::size_t>(r.row)]);
+      if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
+      else engine.append(r.sequence, o.back());
+    }
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(engine.graphs_captured(), 3);  // batch sizes 3, 2 and 1
+}
+
 TEST_F(EngineTest, GenerateUsesTheEngineAndKeepsPerSequenceOrder) {
   const auto prompts = prompts_of({4, 1, 11});
   GenerationOptions o;

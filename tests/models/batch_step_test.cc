@@ -204,6 +204,10 @@ TEST(BatchStep, BadStepsAreClearErrors) {
   EXPECT_NE(error({{ok, 0, wild}}).find("out of range"), std::string::npos);
   EXPECT_NE(testing::error_of([&] { (void)cache.allocate(4); }).second.find("KV cache full"), std::string::npos);
   EXPECT_NE(testing::error_of([&] { cache.release(std::vector<int32_t>{3}); }).second.find("not in use"), std::string::npos);
+  // All or nothing: a repeated id frees nothing.
+  EXPECT_NE(testing::error_of([&] { cache.release(std::vector<int32_t>{pages[0], pages[0]}); }).second.find("not in use"),
+            std::string::npos);
+  EXPECT_EQ(cache.free_pages(), 3);
   EXPECT_NE(testing::error_of([&] { StepWorkspace(model, 8, 2, 1000); }).second.find("max_position_embeddings"),
             std::string::npos);
   // Eager attention stays on forward().

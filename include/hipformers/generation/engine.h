@@ -10,6 +10,12 @@
 // front, so a running sequence never waits for memory; its pages return to
 // the pool when it finishes, and the next waiting sequence takes them.
 //
+// Prefill has priority: while an admitted sequence still has prompt tokens,
+// the running ones wait (a latency cost, not a correctness one).
+// One engine per device at a time: the GPU path queues everything on the
+// device's one stream, and a graph capture would take in kernels another
+// thread queued there meanwhile.
+//
 // The engine runs the model; the caller chooses tokens (generate.cc):
 //   engine.add(prompt, max_new) ...
 //   while (engine.has_work()) {
@@ -23,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -65,7 +72,8 @@ class Engine {
 
   // The chosen next token of a sequence returned by step().
   void append(int64_t sequence, int32_t token);
-  // Ends a sequence (returned by step(), or any running/waiting one) and frees its pages.
+  // Ends a sequence (returned by step(), or any running/waiting one), frees
+  // its pages and forgets its tokens.
   void finish(int64_t sequence);
 
   const std::vector<int32_t>& tokens(int64_t sequence) const;
@@ -95,7 +103,7 @@ class Engine {
   // Decode graphs by (batch size, argmax); a shape runs once eagerly first
   // (first-use initialisation, e.g. GEMM plans) before it is captured.
   std::map<std::pair<int64_t, bool>, DeviceGraph> graphs_;
-  std::map<std::pair<int64_t, bool>, int> eager_runs_;
+  std::set<std::pair<int64_t, bool>> warmed_, eager_only_;  // ran once eagerly / could not be captured
   bool last_prefill_ = false;
 };
 

@@ -6,6 +6,10 @@
 //
 //   model.prepare_step(ws, steps);        // host -> device: ids, positions, pages (one copy)
 //   model.forward_step(ws, cache, true);  // enqueue: logits of each sequence's last token, argmax
+//
+// Dynamic-NTK RoPE takes its frequencies from the longest sequence of the
+// step (as Transformers does for a padded batch), so with that scaling a
+// sequence's keys depend on its batch neighbours once past the original length.
 //   ws.next_ids()                         // greedy choices (waits for the step)
 #pragma once
 
@@ -61,6 +65,7 @@ class StepWorkspace {
   Tensor scratch;                // paged attention's split-K scratch
   std::vector<int32_t> host_index;  // staging for `index`
   std::vector<float> host_inv_freq;
+  float attention_scaling = 1.0f;  // RoPE's, from the frequencies of the prepared step
 
  private:
   friend class CausalLM;

@@ -43,6 +43,11 @@ struct MemoryStats {
   bool host_rss = false;  // true when the numbers are the process's RSS (CPU)
 };
 MemoryStats memory_stats(const Device& device);
+// Bytes new allocations on `device` can still get: on a GPU the driver's free
+// memory plus what the caching allocator holds idle; on the CPU the kernel's
+// MemAvailable. Used to size caches (e.g. the KV cache of a batched run).
+std::size_t available_memory(const Device& device);
+
 // Starts the peak counters again from the current values (GPU only; the CPU's peak RSS cannot be reset).
 void reset_peak_memory_stats(const Device& device);
 

@@ -163,6 +163,13 @@ Allocator& gpu_allocator(int device) { return caching_allocator(device); }
 
 namespace gpu {
 AllocatorStats allocator_stats(int device) { return caching_allocator(device).stats(); }
+std::size_t available_memory(int device) {
+  stream_for(device);  // makes the device current
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(gpuMemGetInfo(&free_bytes, &total_bytes), "gpuMemGetInfo");
+  const AllocatorStats s = caching_allocator(device).stats();
+  return free_bytes + (s.reserved > s.current ? s.reserved - s.current : 0);
+}
 void reset_allocator_peaks(int device) { caching_allocator(device).reset_peaks(); }
 }  // namespace gpu
 

@@ -1,7 +1,8 @@
 // Stream capture into a graph on the device's one stream. Capture uses the
-// thread-local mode: work other threads queue elsewhere is not disturbed,
-// while anything this thread does that would break a graph (a synchronous
-// copy, a sync) makes capture fail, which is reported, never half-recorded.
+// thread-local mode: anything this thread does that would break a graph (a
+// synchronous copy, a sync) makes capture fail, which is reported, never
+// half-recorded. Kernels other threads queue on the same stream meanwhile
+// would be recorded too: one capturing user per device at a time.
 #include <string>
 #include <utility>
 

@@ -29,6 +29,8 @@ struct AllocatorStats {
 };
 // The caching allocator's counters (allocator_gpu.cu).
 AllocatorStats allocator_stats(int device);
+// Driver free memory plus the caching allocator's idle blocks.
+std::size_t available_memory(int device);
 void reset_allocator_peaks(int device);
 
 }  // namespace hipformers::gpu
