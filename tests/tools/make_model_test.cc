@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "hipformers/core/file.h"
 #include "hipformers/core/json.h"
@@ -105,6 +106,44 @@ TEST_F(MakeModel, Qwen3MiniLoadsAndRuns) {
   options.min_new_tokens = 5;
   options.do_sample = false;
   EXPECT_EQ(model.generate(ids, options).size(), ids.size() + 5);
+}
+
+// generate --prompts-file: every line is a prompt of one batched run; one JSON
+// line per prompt, in file order, each equal to generating that prompt alone.
+TEST_F(MakeModel, GeneratePromptsFileBatchesAndMatchesSinglePrompts) {
+  const fs::path out = root_ / "mini";
+  ASSERT_EQ(make(out, "--dtype float32 --tokenizer-dir " + shell_quote(testing::tokenizer_dir("qwen3").string()))
+                .exit_code,
+            0);
+  const fs::path prompts = root_ / "prompts.txt";
+  std::ofstream(prompts) << "The French Bread Law states\n\nHello\r\nA much longer prompt about bread and the law\n";
+  const std::string common = "generate --model " + shell_quote(out.string()) + " --device cpu --max-new-tokens 6 --json";
+  auto r = run_cli(common + " --prompts-file " + shell_quote(prompts.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<Json> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  const char* texts[] = {"The French Bread Law states", "Hello", "A much longer prompt about bread and the law"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[i]["index"], i);
+    EXPECT_EQ(lines[i]["ids"].size(), 6u);
+    EXPECT_EQ(lines[i]["stop_reason"], "max_new_tokens");
+    auto single = run_cli(common + " --prompt " + shell_quote(texts[i]));
+    ASSERT_EQ(single.exit_code, 0) << single.err;
+    EXPECT_EQ(Json::parse(single.out)["ids"], lines[i]["ids"]) << texts[i];
+  }
+  // Bad input: no prompts, invalid UTF-8, a missing file, without --json.
+  std::ofstream(root_ / "empty.txt") << "\n\n";
+  expect_one_line_error(run_cli(common + " --prompts-file " + shell_quote((root_ / "empty.txt").string())),
+                        "no prompts");
+  std::ofstream(root_ / "bad.txt") << "fine\n\xff\xfe\n";
+  expect_one_line_error(run_cli(common + " --prompts-file " + shell_quote((root_ / "bad.txt").string())),
+                        "prompt 1");
+  expect_one_line_error(run_cli(common + " --prompts-file " + shell_quote((root_ / "nope.txt").string())), "nope.txt");
+  expect_one_line_error(run_cli("generate --model " + shell_quote(out.string()) + " --device cpu --prompts-file " +
+                                shell_quote(prompts.string())),
+                        "--json");
 }
 
 TEST_F(MakeModel, SameSeedSameBytesOtherSeedOtherBytes) {

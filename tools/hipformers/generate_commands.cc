@@ -11,6 +11,8 @@
 
 #include "commands.h"
 #include "hipformers/core/error.h"
+#include "hipformers/core/file.h"
+#include "hipformers/core/utf8.h"
 #include "hipformers/core/json.h"
 #include "hipformers/hipformers.h"
 #include "hipformers/io/safetensors.h"
@@ -75,7 +77,7 @@ std::optional<Tokenizer> load_tokenizer_if_present(const std::string& dir) {
 }
 
 struct GenerateArgs : ModelArgs {
-  std::string prompt, token_ids;
+  std::string prompt, token_ids, prompts_file;
   bool chat = false, json = false, do_sample = false;
   std::optional<int64_t> max_new_tokens, top_k;
   int64_t min_new_tokens = 0;
@@ -126,16 +128,56 @@ GenerationOptions to_options(const GenerateArgs& a) {
   return o;
 }
 
+// The prompts of --prompts-file: one per non-empty line (a trailing \r is dropped).
+std::vector<std::string> read_prompt_lines(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<std::string> lines;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(std::move(line));
+    begin = end + 1;
+  }
+  if (lines.empty()) throw_invalid(path + ": no prompts (one per non-empty line)");
+  return lines;
+}
+
+// --prompts-file: every line is a prompt; all of them run as one continuously
+// batched generate, and one JSON object per prompt is printed, in file order.
+void run_generate_file(const GenerateArgs& a, const PreTrainedModel& model, const Tokenizer& tok,
+                       const GenerationOptions& options) {
+  const std::vector<std::string> lines = read_prompt_lines(a.prompts_file);
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.reserve(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    utf8::require_valid(lines[i], a.prompts_file + ": prompt " + std::to_string(i));
+    prompts.push_back(tok.encode(lines[i]));
+  }
+  const std::vector<GeneratedSequence> results =
+      generate(model.model(), model.generation_config(), prompts, options, &tok);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    Json out{{"index", i}, {"ids", results[i].generated}};
+    out["text"] = tok.decode(results[i].generated, true);
+    out["stop_reason"] = stop_reason_name(results[i].stop_reason);
+    std::cout << out.dump() << "\n";
+  }
+}
+
 void run_generate(const GenerateArgs& a) {
-  const int sources = !a.prompt.empty() + !a.token_ids.empty() + a.chat;
-  if (sources != 1) throw_invalid("give exactly one of --prompt, --token-ids or --chat");
+  const int sources = !a.prompt.empty() + !a.token_ids.empty() + a.chat + !a.prompts_file.empty();
+  if (sources != 1) throw_invalid("give exactly one of --prompt, --token-ids, --prompts-file or --chat");
   std::optional<Tokenizer> tokenizer = load_tokenizer_if_present(a.model);
   if (!tokenizer && a.token_ids.empty())
     throw_invalid(a.model + ": no tokenizer.json, so only --token-ids prompts can be used");
+  if (!a.prompts_file.empty() && !a.json) throw_invalid("--prompts-file prints JSON lines: add --json");
   if (!tokenizer && !a.stop.empty()) throw_invalid(a.model + ": --stop needs a tokenizer.json");
   PreTrainedModel model = load_model(a);
   GenerationOptions options = to_options(a);
   const Tokenizer* tok = tokenizer ? &*tokenizer : nullptr;
+  if (!a.prompts_file.empty()) return run_generate_file(a, model, *tok, options);
 
   if (a.chat) {
     if (a.json) throw_invalid("--chat and --json cannot be combined");
@@ -189,6 +231,9 @@ void add_generate_commands(CLI::App& app) {
   add_model_options(gen, *g);
   gen->add_option("--prompt", g->prompt, "Prompt text (tokenized with the model's tokenizer)");
   gen->add_option("--token-ids", g->token_ids, "Prompt as token ids: 1,2,3");
+  gen->add_option("--prompts-file", g->prompts_file,
+                  "One prompt per line, all generated in one continuously batched run; prints one JSON line per "
+                  "prompt ({\"index\", \"ids\", \"text\", \"stop_reason\"}; needs --json)");
   gen->add_flag("--chat", g->chat, "Chat: read one user turn per stdin line, answer each with the chat template");
   gen->add_option("--max-new-tokens", g->max_new_tokens, "Tokens to generate at most (default: generation_config.json)");
   gen->add_option("--min-new-tokens", g->min_new_tokens, "EOS is not allowed before this many tokens");
