@@ -17,8 +17,7 @@
 //   CUDA with BF16/F16 storage and head_dim 64 or 128: tensor cores through
 //     mma.sync m16n8k16 (fp32 accumulate) with S and P in registers, 128
 //     queries (8 warps of 16 rows) x 64 keys (one page, cp.async double
-//     buffered) per step; see paged_prefill_mma_kernel. (The older
-//     nvcuda::wmma kernel stays behind -DHIPFORMERS_PAGED_PREFILL_WMMA.)
+//     buffered) per step; see paged_prefill_mma_kernel.
 //   Otherwise (F32, which stays fp32 with no TF32; HIP; other head dims): a
 //     portable tiled SIMT kernel in fp32 with shared-memory tiles.
 //
@@ -34,10 +33,6 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
-
-#if defined(HIPFORMERS_WITH_CUDA) && defined(HIPFORMERS_PAGED_PREFILL_WMMA)
-#include <mma.h>
-#endif
 
 namespace hipformers::kernels::gpu {
 namespace {
@@ -474,7 +469,6 @@ __global__ void __launch_bounds__(kPrefillThreads) paged_prefill_simt_kernel(
 }
 
 #if defined(HIPFORMERS_WITH_CUDA)
-#if !defined(HIPFORMERS_PAGED_PREFILL_WMMA)
 // ---- Prefill: tensor cores through mma.sync (CUDA, BF16/F16, head_dim 64/128)
 // FlashAttention-2 style, all in registers except the K/V pages.
 //
@@ -779,198 +773,6 @@ __global__ void __launch_bounds__(kMmaThreads, kD <= 64 ? 2 : 1) paged_prefill_m
 #endif
 }
 
-#else  // HIPFORMERS_PAGED_PREFILL_WMMA
-// ---- Prefill: the previous nvcuda::wmma kernel (S and P through shared
-// memory), kept selectable with -DHIPFORMERS_PAGED_PREFILL_WMMA for comparison.
-namespace wmma = nvcuda::wmma;
-
-constexpr int kWmmaBQ = 64;  // 4 warps x 16 query rows
-constexpr int kWmmaWarps = kPrefillThreads / 32;
-
-// Dynamic shared memory: K and V pages (row stride kD + 8 elements, so
-// fragment loads avoid bank conflicts), each warp's 16 x 64 f32 scores (the
-// region first stages the query tile), each warp's 16 x 64 probabilities,
-// then per-row correction factors and sums. Every offset a multiple of 32 B
-// (wmma's pointer alignment).
-template <int kD> struct WmmaLayout {
-  static constexpr int kLdKV = kD + 8;
-  static constexpr int kLdS = kPage + 4;
-  static constexpr int kLdP = kPage + 8;
-  static constexpr size_t kKVBytes = static_cast<size_t>(kPage) * kLdKV * 2;
-  static constexpr size_t kSBytes =
-      std::max(static_cast<size_t>(kWmmaWarps) * 16 * kLdS * 4, static_cast<size_t>(kWmmaBQ) * kLdKV * 2);
-  static constexpr size_t kK = 0;
-  static constexpr size_t kV = kK + kKVBytes;
-  static constexpr size_t kS = kV + kKVBytes;
-  static constexpr size_t kP = kS + kSBytes;
-  static constexpr size_t kStats = kP + static_cast<size_t>(kWmmaWarps) * 16 * kLdP * 2;
-  static constexpr size_t kBytes = kStats + 2 * kWmmaBQ * sizeof(float);
-  static_assert(kV % 32 == 0 && kS % 32 == 0 && kP % 32 == 0 && kStats % 32 == 0, "wmma alignment");
-};
-
-template <typename T, int kD>
-__global__ void __launch_bounds__(kPrefillThreads) paged_prefill_wmma_kernel(
-    const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
-    const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
-    const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, float scale,
-    int window, int mode) {
-  using L = WmmaLayout<kD>;
-  using AccFrag = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-  constexpr int kDF = kD / 16;     // 16-wide slices of head_dim
-  constexpr int kKF = kPage / 16;  // 16-wide slices of a key tile
-  constexpr int kRowVecs = kD / 8; // 16-byte vectors per row
-  extern __shared__ __align__(128) unsigned char smem[];
-  T* s_k = reinterpret_cast<T*>(smem + L::kK);
-  T* s_v = reinterpret_cast<T*>(smem + L::kV);
-  T* s_qstage = reinterpret_cast<T*>(smem + L::kS);
-  float* s_corr = reinterpret_cast<float*>(smem + L::kStats);
-  float* s_lsum = s_corr + kWmmaBQ;
-
-  const int b = blockIdx.z, h = blockIdx.y, g = h / group;
-  const int tile = static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x);  // longest tiles first
-  const int q_begin = query_start[b], n = query_start[b + 1] - q_begin;
-  const int q0 = tile * kWmmaBQ;
-  if (q0 >= n) return;
-  const int nq = min(kWmmaBQ, n - q0);
-  const int len = seq_lens[b];
-  const int pos0 = len - n + q0, pos_last = pos0 + nq - 1;
-  const int first0 = window > 0 ? max(0, pos0 - window + 1) : 0;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t q_row0 = static_cast<int64_t>(q_begin) + q0;
-
-  // Query tile -> registers (A fragments), through shared memory.
-  for (int e = threadIdx.x; e < kWmmaBQ * kRowVecs; e += kPrefillThreads) {
-    const int r = e / kRowVecs, cv = e % kRowVecs;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < nq) v = *reinterpret_cast<const uint4*>(q + ((q_row0 + r) * heads + h) * kD + cv * 8);
-    *reinterpret_cast<uint4*>(s_qstage + r * L::kLdKV + cv * 8) = v;
-  }
-  __syncthreads();
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa[kDF];
-#pragma unroll
-  for (int f = 0; f < kDF; ++f) wmma::load_matrix_sync(qa[f], s_qstage + warp * 16 * L::kLdKV + f * 16, L::kLdKV);
-  __syncthreads();  // the staging area becomes the score tiles
-
-  float* s_sw = reinterpret_cast<float*>(smem + L::kS) + warp * 16 * L::kLdS;
-  T* s_pw = reinterpret_cast<T*>(smem + L::kP) + warp * 16 * L::kLdP;
-  // Which row each accumulator element holds (the fragment layout is opaque):
-  // load a tile whose entries are their row index.
-  for (int e = lane; e < 256; e += 32) s_sw[(e / 16) * L::kLdS + e % 16] = static_cast<float>(e / 16);
-  __syncwarp();
-  AccFrag o[kDF];
-  wmma::load_matrix_sync(o[0], s_sw, L::kLdS, wmma::mem_row_major);
-  int row_of[AccFrag::num_elements];
-#pragma unroll
-  for (int i = 0; i < AccFrag::num_elements; ++i) row_of[i] = static_cast<int>(o[0].x[i]);
-#pragma unroll
-  for (int f = 0; f < kDF; ++f) wmma::fill_fragment(o[f], 0.0f);
-  __syncwarp();
-
-  // Softmax: two lanes per row, interleaved columns (2c + half).
-  const int wr0 = warp * 16, r_own = lane / 2, half = lane % 2;
-  const int my_r = wr0 + r_own;
-  const bool row_ok = my_r < nq;
-  const int qp = pos0 + my_r;
-  const int fq = window > 0 ? max(0, qp - window + 1) : 0;
-  float m = neg_inf(), l = 0.0f;
-  const bool warp_active = wr0 < nq;
-  const int warp_hi = pos0 + min(wr0 + 15, nq - 1);
-  const int warp_lo = window > 0 ? max(0, pos0 + wr0 - window + 1) : 0;
-  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
-
-  for (int kt = first0 / kPage * kPage; kt <= pos_last; kt += kPage) {
-    const int64_t base = (static_cast<int64_t>(table[kt / kPage]) * kv_heads + g) * kPage * kD;
-    const int valid_keys = min(kPage, len - kt);
-    for (int e = threadIdx.x; e < kPage * kRowVecs; e += kPrefillThreads) {
-      const int r = e / kRowVecs, cv = e % kRowVecs;
-      uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-      if (r < valid_keys) {  // slots past the end were never written
-        kv = *reinterpret_cast<const uint4*>(kpool + base + r * kD + cv * 8);
-        vv = *reinterpret_cast<const uint4*>(vpool + base + r * kD + cv * 8);
-      }
-      *reinterpret_cast<uint4*>(s_k + r * L::kLdKV + cv * 8) = kv;
-      *reinterpret_cast<uint4*>(s_v + r * L::kLdKV + cv * 8) = vv;
-    }
-    __syncthreads();
-    if (warp_active && kt <= warp_hi && kt + kPage - 1 >= warp_lo) {
-      // S = Q K^T for this warp's 16 rows.
-#pragma unroll
-      for (int nf = 0; nf < kKF; ++nf) {
-        AccFrag sacc;
-        wmma::fill_fragment(sacc, 0.0f);
-#pragma unroll
-        for (int f = 0; f < kDF; ++f) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kf;
-          wmma::load_matrix_sync(kf, s_k + nf * 16 * L::kLdKV + f * 16, L::kLdKV);
-          wmma::mma_sync(sacc, qa[f], kf, sacc);
-        }
-        wmma::store_matrix_sync(s_sw + nf * 16, sacc, L::kLdS, wmma::mem_row_major);
-      }
-      __syncwarp();
-      float sv[kPage / 2];
-      float tmax = neg_inf();
-#pragma unroll
-      for (int c = 0; c < kPage / 2; ++c) {
-        const int col = 2 * c + half, kp = kt + col;
-        const bool visible = row_ok && kp <= qp && kp >= fq;
-        sv[c] = visible ? s_sw[r_own * L::kLdS + col] * scale : neg_inf();
-        tmax = fmaxf(tmax, sv[c]);
-      }
-      tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
-      const float m_new = fmaxf(m, tmax);
-      const bool none = m_new == neg_inf();
-      const float corr = none ? 1.0f : expf(m - m_new);
-      float sum = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kPage / 2; ++c) {
-        const float e = none || sv[c] == neg_inf() ? 0.0f : expf(sv[c] - m_new);
-        sum += e;
-        store(s_pw + r_own * L::kLdP + 2 * c + half, round_to(e, mode));
-      }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      l = l * corr + sum;
-      m = m_new;
-      if (half == 0) s_corr[my_r] = corr;
-      __syncwarp();
-      // O = O * corr + P V
-#pragma unroll
-      for (int f = 0; f < kDF; ++f)
-#pragma unroll
-        for (int i = 0; i < AccFrag::num_elements; ++i) o[f].x[i] *= s_corr[wr0 + row_of[i]];
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa[kKF];
-#pragma unroll
-      for (int kf = 0; kf < kKF; ++kf) wmma::load_matrix_sync(pa[kf], s_pw + kf * 16, L::kLdP);
-#pragma unroll
-      for (int f = 0; f < kDF; ++f)
-#pragma unroll
-        for (int kf = 0; kf < kKF; ++kf) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vf;
-          wmma::load_matrix_sync(vf, s_v + kf * 16 * L::kLdKV + f * 16, L::kLdKV);
-          wmma::mma_sync(o[f], pa[kf], vf, o[f]);
-        }
-    }
-    __syncthreads();  // the next page overwrites s_k / s_v
-  }
-
-  if (!warp_active) return;
-  if (half == 0) s_lsum[my_r] = l;
-  __syncwarp();
-  // O / l through the score tile, 64 dims at a time.
-#pragma unroll
-  for (int c0 = 0; c0 < kD; c0 += kPage) {
-#pragma unroll
-    for (int f = 0; f < kKF; ++f) wmma::store_matrix_sync(s_sw + f * 16, o[c0 / 16 + f], L::kLdS, wmma::mem_row_major);
-    __syncwarp();
-    for (int e = lane; e < 16 * kPage; e += 32) {
-      const int r = e / kPage, c = e % kPage;
-      if (wr0 + r < nq)
-        store(out + ((q_row0 + wr0 + r) * heads + h) * kD + c0 + c,
-              round_to(s_sw[r * L::kLdS + c] / s_lsum[wr0 + r], mode));
-    }
-    __syncwarp();
-  }
-}
-#endif  // HIPFORMERS_PAGED_PREFILL_WMMA
 #endif  // HIPFORMERS_WITH_CUDA
 
 // ---- Host side ----------------------------------------------------------------
@@ -1051,7 +853,7 @@ void launch_prefill_simt(const Args& a, const T* q, const T* kp, const T* vp, T*
       a.scale, a.window, a.mode);
 }
 
-#if defined(HIPFORMERS_WITH_CUDA) && !defined(HIPFORMERS_PAGED_PREFILL_WMMA)
+#if defined(HIPFORMERS_WITH_CUDA)
 // Opts a kernel into more than 48 KB of dynamic shared memory, once per
 // instantiation and device (cudaFuncSetAttribute is per device).
 template <auto kKernel, int kBytes> void allow_smem(const char* what) {
@@ -1078,39 +880,12 @@ void launch_prefill_mma(const Args& a, const T* q, const T* kp, const T* vp, T* 
 }
 #endif
 
-#if defined(HIPFORMERS_WITH_CUDA) && defined(HIPFORMERS_PAGED_PREFILL_WMMA)
-template <typename T, int kD>
-void launch_prefill_wmma(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
-                         gpuStream_t s) {
-  constexpr auto bytes = static_cast<int>(WmmaLayout<kD>::kBytes);
-  auto kernel = paged_prefill_wmma_kernel<T, kD>;
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-        "cudaFuncSetAttribute(paged_prefill_wmma_kernel)");
-  const dim3 grid(static_cast<unsigned>((batch.max_query_len + kWmmaBQ - 1) / kWmmaBQ),
-                  static_cast<unsigned>(a.heads), static_cast<unsigned>(batch.num_seqs));
-  kernel<<<grid, kPrefillThreads, bytes, s>>>(q, kp, vp, out, a.query_start, a.seq_lens, a.block_table,
-                                              a.table_stride, a.heads, a.kv_heads, a.group, a.scale, a.window,
-                                              a.mode);
-}
-#endif
 
 template <typename T>
 void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
                  gpuStream_t s) {
 #if defined(HIPFORMERS_WITH_CUDA)
   if constexpr (sizeof(T) == 2) {
-#if defined(HIPFORMERS_PAGED_PREFILL_WMMA)
-    if (a.D == 64) {
-      launch_prefill_wmma<T, 64>(a, q, kp, vp, out, batch, s);
-      check_launch("paged_attention (prefill)");
-      return;
-    }
-    if (a.D == 128) {
-      launch_prefill_wmma<T, 128>(a, q, kp, vp, out, batch, s);
-      check_launch("paged_attention (prefill)");
-      return;
-    }
-#else
     if (a.D == 64) {
       launch_prefill_mma<T, 64>(a, q, kp, vp, out, batch, s);
       check_launch("paged_attention (prefill)");
@@ -1121,7 +896,6 @@ void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, co
       check_launch("paged_attention (prefill)");
       return;
     }
-#endif
   }
 #endif
   if (a.D <= 64) launch_prefill_simt<T, 64, 64, 32>(a, q, kp, vp, out, batch, s);
