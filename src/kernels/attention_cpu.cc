@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "sdpa_row_cpu.h"
 
 namespace hipformers::kernels::cpu {
 
@@ -51,9 +52,9 @@ void attention(const Tensor& q, std::span<const int64_t> positions, const KVCach
         const float* qv = qs + (t * H + h) * D;
         const float* kh = kc + (h / group) * capacity * D;
         const float* vh = vc + (h / group) * capacity * D;
-        std::fill(acc.begin(), acc.end(), 0.0);
         float* y = ys + (t * H + h) * D;
         if (spec.eager) {
+          std::fill(acc.begin(), acc.end(), 0.0);
           // torch: (q @ k^T) rounded, * scale rounded, softmax in fp32 rounded, @ v rounded.
           float max = -std::numeric_limits<float>::infinity();
           for (int64_t j = first; j <= pos; ++j) {
@@ -76,27 +77,9 @@ void attention(const Tensor& q, std::span<const int64_t> positions, const KVCach
           }
           for (int64_t i = 0; i < D; ++i) y[i] = round_to_dtype(static_cast<float>(acc[static_cast<std::size_t>(i)]), dt);
         } else {
-          // One pass with a running max: when a larger score arrives, rescale
-          // what was accumulated so far by exp(old_max - new_max).
-          double max = -std::numeric_limits<double>::infinity();
-          double sum = 0;
-          for (int64_t j = first; j <= pos; ++j) {
-            double dot = 0;
-            for (int64_t i = 0; i < D; ++i) dot += static_cast<double>(qv[i]) * kh[j * D + i];
-            const double s = static_cast<float>(dot) * static_cast<double>(spec.scale);
-            if (s > max) {
-              const double correction = std::exp(max - s);
-              sum *= correction;
-              for (double& a : acc) a *= correction;
-              max = s;
-            }
-            const double e = std::exp(s - max);
-            sum += e;
-            const double p = round_to_dtype(static_cast<float>(e), dt);
-            for (int64_t i = 0; i < D; ++i) acc[static_cast<std::size_t>(i)] += p * vh[j * D + i];
-          }
-          for (int64_t i = 0; i < D; ++i)
-            y[i] = round_to_dtype(static_cast<float>(acc[static_cast<std::size_t>(i)] / sum), dt);
+          sdpa_row(
+              qv, D, first, pos, spec.scale, dt, [&](int64_t j) { return kh + j * D; },
+              [&](int64_t j) { return vh + j * D; }, acc, y);
         }
       }
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "sdpa_row_cpu.h"
 
 namespace hipformers::kernels::cpu {
 
@@ -53,29 +54,9 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
         const int64_t first = spec.sliding_window ? std::max<int64_t>(0, pos - *spec.sliding_window + 1) : 0;
         const int64_t g = h / group;
         const float* qv = qs + (t * H + h) * D;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        double max = -std::numeric_limits<double>::infinity();
-        double sum = 0;
-        for (int64_t j = first; j <= pos; ++j) {
-          const float* kr = row(kp, b, g, j);
-          double dot = 0;
-          for (int64_t i = 0; i < D; ++i) dot += static_cast<double>(qv[i]) * kr[i];
-          const double s = static_cast<float>(dot) * static_cast<double>(spec.scale);
-          if (s > max) {
-            const double correction = std::exp(max - s);
-            sum *= correction;
-            for (double& a : acc) a *= correction;
-            max = s;
-          }
-          const double e = std::exp(s - max);
-          sum += e;
-          const double p = round_to_dtype(static_cast<float>(e), dt);
-          const float* vr = row(vp, b, g, j);
-          for (int64_t i = 0; i < D; ++i) acc[static_cast<std::size_t>(i)] += p * vr[i];
-        }
-        float* y = ys + (t * H + h) * D;
-        for (int64_t i = 0; i < D; ++i)
-          y[i] = round_to_dtype(static_cast<float>(acc[static_cast<std::size_t>(i)] / sum), dt);
+        sdpa_row(
+            qv, D, first, pos, spec.scale, dt, [&](int64_t j) { return row(kp, b, g, j); },
+            [&](int64_t j) { return row(vp, b, g, j); }, acc, ys + (t * H + h) * D);
       }
   }
 }
