@@ -14,6 +14,20 @@
 #include "hipformers/kernels/rms_norm.h"
 #include "hipformers/kernels/rotary.h"
 
+namespace hipformers::kernels {
+// Error(kUnsupported) "<op> has no kernel for <device> yet" (ops.cc).
+[[noreturn]] void no_gpu_kernel(const char* op, const Device& device);
+}  // namespace hipformers::kernels
+
+// HF_ON_GPU(op, device, call): runs the GPU kernel on a GPU build; a CPU-only
+// build never has GPU tensors (no allocator), but says so plainly if one appears.
+#if defined(HIPFORMERS_WITH_CUDA) || defined(HIPFORMERS_WITH_HIP)
+#define HF_GPU_KERNELS 1
+#define HF_ON_GPU(op, device, call) (call)
+#else
+#define HF_ON_GPU(op, device, call) no_gpu_kernel(op, device)
+#endif
+
 namespace hipformers::kernels::cpu {
 
 void embedding(const Tensor& weight, std::span<const int32_t> ids, Tensor& out);

@@ -7,16 +7,12 @@
 #include "backend.h"
 #include "hipformers/core/error.h"
 
-// Runs the GPU kernel on a GPU build; a CPU-only build never has GPU tensors
-// (no allocator), but says so plainly if one appears.
-#if defined(HIPFORMERS_WITH_CUDA) || defined(HIPFORMERS_WITH_HIP)
-#define HF_GPU_KERNELS 1
-#define HF_ON_GPU(op, device, call) (call)
-#else
-#define HF_ON_GPU(op, device, call) no_gpu_kernel(op, device)
-#endif
-
 namespace hipformers::kernels {
+
+void no_gpu_kernel(const char* op, const Device& device) {
+  throw_error(ErrorKind::kUnsupported, std::string(op) + " has no kernel for " + device.str() + " yet");
+}
+
 namespace {
 
 bool is_gpu_storage(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
@@ -50,10 +46,6 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> tensor
   for (const Tensor* t : tensors) visit(t, true);
   for (const Tensor* t : f32_only) visit(t, false);
   return device.value_or(Device::cpu());
-}
-
-[[noreturn]] void no_gpu_kernel(const char* op, const Device& device) {
-  throw_error(ErrorKind::kUnsupported, std::string(op) + " has no kernel for " + device.str() + " yet");
 }
 
 int64_t rows_of(const Tensor& t) { return t.ndim() == 0 ? 1 : t.numel() / std::max<int64_t>(t.size(-1), 1); }

@@ -12,13 +12,6 @@
 #include "backend.h"
 #include "hipformers/core/error.h"
 
-#if defined(HIPFORMERS_WITH_CUDA) || defined(HIPFORMERS_WITH_HIP)
-#define HF_PAGED_GPU_KERNELS 1
-#define HF_ON_GPU(op, device, call) (call)
-#else
-#define HF_ON_GPU(op, device, call) no_gpu_kernel(op, device)
-#endif
-
 namespace hipformers::kernels {
 namespace {
 
@@ -27,12 +20,6 @@ constexpr const char* kOp = "paged_attention";
 void require(bool ok, const std::string& what) {
   if (!ok) throw_invalid(std::string(kOp) + ": " + what);
 }
-
-#if !defined(HF_PAGED_GPU_KERNELS)
-[[noreturn]] void no_gpu_kernel(const char* op, const Device& device) {
-  throw_error(ErrorKind::kUnsupported, std::string(op) + " has no kernel for " + device.str() + " yet");
-}
-#endif
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -148,7 +135,7 @@ void check_values(const PagedBatch& batch, const PagedKVLayer& cache) {
 
 int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec, const Device& device) {
   if (device.is_cpu()) return 0;
-#if defined(HF_PAGED_GPU_KERNELS)
+#if defined(HF_GPU_KERNELS)
   (void)device;
   return gpu::paged_attention_scratch_elems(batch, spec);
 #else
@@ -168,7 +155,7 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
     cpu::paged_attention(q, batch, cache, spec, out);
     return;
   }
-#if defined(HF_PAGED_GPU_KERNELS)
+#if defined(HF_GPU_KERNELS)
   require(spec.head_dim % 2 == 0 && spec.head_dim <= gpu::kMaxAttentionHeadDim,
           "head_dim " + str(spec.head_dim) + " must be even and at most " + str(gpu::kMaxAttentionHeadDim) +
               " on a GPU");
