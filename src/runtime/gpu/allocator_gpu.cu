@@ -1,6 +1,7 @@
 // Device memory: gpuMalloc behind a per-device caching free-list, the
 // per-device stream, and host<->device copies.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -175,6 +176,10 @@ void reset_allocator_peaks(int device) { caching_allocator(device).reset_peaks()
 
 void copy_bytes(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t n) {
   if (n == 0) return;
+  if (!dst_device.is_gpu() && !src_device.is_gpu()) {  // host to host: no GPU involved (none may exist)
+    std::memcpy(dst, src, n);
+    return;
+  }
   const int device = dst_device.is_gpu() ? dst_device.index : src_device.index;
   gpuStream_t s = gpu::stream_for(device);
   const auto kind = dst_device.is_gpu() ? (src_device.is_gpu() ? gpuMemcpyDeviceToDevice : gpuMemcpyHostToDevice)
