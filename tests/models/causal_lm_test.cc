@@ -8,6 +8,7 @@
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/rotary.h"
 #include "hipformers/models/causal_lm.h"
+#include "hipformers/runtime/device.h"
 #include "model_options.h"
 #include "tiny_model.h"
 
@@ -245,8 +246,14 @@ TEST(ModelLoad, UnsupportedDtypeAndBadInputs) {
   auto dir = testing::write_tiny_model("dtype", s, testing::tiny_weights(s, 1));
   expect_error([&] { CausalLM::from_pretrained(dir, testing::load_options(DType::kF64, Device::cpu(), AttnImplementation::kSdpa)); },
                ErrorKind::kUnsupported, {"float64"});
-  expect_error([&] { CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::gpu(0), AttnImplementation::kSdpa)); },
-               ErrorKind::kUnsupported, {"cuda:0"});
+  // A CPU build cannot run on a GPU at all; a GPU build on a machine without
+  // one is told that none is visible. Both are a user's error (exit code 2).
+  if (!built_with_gpu())
+    expect_error([&] { CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::gpu(0), AttnImplementation::kSdpa)); },
+                 ErrorKind::kUnsupported, {"cuda:0"});
+  else if (gpu_count() == 0)
+    expect_error([&] { CausalLM::from_pretrained(dir, testing::load_options(DType::kF32, Device::gpu(0), AttnImplementation::kSdpa)); },
+                 ErrorKind::kInvalidInput, {"cuda:0", "visible"});
   CausalLM model = CausalLM::from_pretrained(dir);
   KVCache cache = model.new_cache(200);
   std::vector<int32_t> bad = {1, 64};
