@@ -21,8 +21,8 @@ __global__ void silu_and_mul_kernel(const T* gate, const T* up, T* out, int64_t 
 template <typename T, bool kVec>
 __global__ void silu_and_mul_packed_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                                            int64_t I, int mode) {
-  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   allow_dependents();
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   constexpr int V = kVec ? kVec16<T> : 1;
   const int64_t per_row = I / V, n = rows * per_row;
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < n;

@@ -20,8 +20,8 @@ __global__ void embedding_kernel(const T* __restrict__ weight, const int32_t* __
 template <typename U>
 __global__ void gather_rows_kernel(const U* __restrict__ weight, const int32_t* __restrict__ ids, U* __restrict__ out,
                                    int64_t rows, int64_t units) {
-  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   allow_dependents();
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   U* dst = out + t * units;

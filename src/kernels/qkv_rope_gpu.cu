@@ -30,8 +30,8 @@ template <typename T>
 __global__ void __launch_bounds__(1024) qkv_rope_kernel(const T* __restrict__ qkv, const T* __restrict__ q_norm,
                                                         const T* __restrict__ k_norm, T* k_pool, T* v_pool, T* q_out,
                                                         QkvArgs a) {
-  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   allow_dependents();
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   const int64_t t = blockIdx.x;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   const int D = a.head_dim, half = D / 2, mode = a.mode;

@@ -12,8 +12,8 @@ namespace {
 template <typename T>
 __global__ void rms_norm_kernel(const T* __restrict__ add, T* x, const T* __restrict__ weight, T* out,
                                 float* __restrict__ rstd, int64_t H, float eps, int mode) {
-  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   allow_dependents();
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   __shared__ float scratch[kMaxWarps];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * H;
   float sum = 0;

@@ -9,9 +9,14 @@
 //   - call grid_dependency_wait() before it reads anything an earlier kernel
 //     wrote or writes anything an earlier kernel reads (weights, which no
 //     kernel writes, may be read before);
-//   - may call allow_dependents() once its blocks have started, so the next
-//     kernel can be scheduled early (it then still waits in its own
-//     grid_dependency_wait()).
+//   - calls allow_dependents() first thing, so the next kernel is scheduled
+//     as soon as every block of this one has started (it then still waits
+//     in its own grid_dependency_wait() for this one to finish, and so on
+//     down the chain: a wait returns only once every earlier kernel is done).
+//     A chain of short kernels thus has the next one or two resident and
+//     loading their weights while the current one runs. The next kernel is
+//     launched only after all of this one's blocks started, so a waiting
+//     kernel never holds back one it depends on.
 // On HIP and older GPUs both calls compile to nothing and the launch is an
 // ordinary stream-ordered one.
 #pragma once
@@ -23,14 +28,21 @@
 
 namespace hipformers::kernels::gpu {
 
+// HIPFORMERS_PDL_LATE_TRIGGER (a build-time A/B switch): the trigger moves
+// from allow_dependents() to just after the wait, so at most one dependent
+// kernel is resident ahead of the running one.
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(HIPFORMERS_WITH_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#if defined(HIPFORMERS_PDL_LATE_TRIGGER)
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 #endif
 }
 
 __device__ __forceinline__ void allow_dependents() {
-#if defined(HIPFORMERS_WITH_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#if defined(HIPFORMERS_WITH_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && \
+    !defined(HIPFORMERS_PDL_LATE_TRIGGER)
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
