@@ -9,7 +9,10 @@
 // sequence's end (or before its sliding window) exit at once, so a captured
 // graph can be replayed with other lengths. With one split the block writes
 // the output; otherwise it writes its partial (max, sum, acc[D]) to the F32
-// scratch and a small merge kernel combines the splits.
+// scratch, and the last split of a (sequence, kv head, head chunk) to finish
+// (a counter in the scratch, reset by that block for the next launch)
+// combines them: no separate merge kernel. The kernel is launched dependent
+// (gpu/launch.h), so it is scheduled while the q/k/v kernel drains.
 //
 // Prefill (anything else: ragged batches of any query counts, causal, sliding
 // window, GQA): flash-attention-2 style. A block takes a tile of queries of
@@ -33,6 +36,7 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/launch.h"
 
 namespace hipformers::kernels::gpu {
 namespace {
@@ -92,7 +96,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
     const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
     float* __restrict__ partial, const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
     const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, int head_chunks,
-    int D, float scale, int window, int mode, int pages_per_split, int splits) {
+    int D, float scale, int window, int mode, int pages_per_split, int splits, int* __restrict__ counters) {
   constexpr int kChunks = kD / (kVec * kLanes);  // vectors per lane
   constexpr int kPer = kChunks * kVec;           // dims per lane
   constexpr int kRows = kDecodeThreads / kLanes; // key rows in flight
@@ -107,17 +111,25 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
   __shared__ float s_corr[kG], s_m[kG], s_l[kG];
   __shared__ float s_red[kG][kD];
 
+  allow_dependents();
+  grid_dependency_wait();  // q and this step's K/V come from the previous kernel
   const int b = blockIdx.z, split = blockIdx.x;
   const int g = blockIdx.y / head_chunks, chunk = blockIdx.y % head_chunks;
   const int h0 = g * group + chunk * kG;
   const int ng = min(kG, group - chunk * kG);
   const int len = seq_lens[b];
+  const int row = query_start[b];
+  if (len <= 0) {  // no keys: a zero output (written once, by split 0)
+    if (split == 0)
+      for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads)
+        store(out + (static_cast<int64_t>(row) * heads + h0 + idx / D) * D + idx % D, 0.0f);
+    return;
+  }
   const int pos = len - 1;
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
   const int span = pages_per_split * kPage;
   const int begin = max(split * span, first), end = min(split * span + span, len);
-  if (begin >= end) return;  // the merge kernel skips this split too
-  const int row = query_start[b];
+  if (begin >= end) return;  // holds no visible key: not counted by the merge either
   const int lane = threadIdx.x % kLanes, rgroup = threadIdx.x / kLanes;
   const int wlane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
 
@@ -296,39 +308,41 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
       p[2 + d] = s_red[gg][d];
     }
   }
-}
+  if (splits == 1) return;
 
-// Combines the splits of one (sequence, head): the splits that hold visible
-// keys are exactly [first / span, (len - 1) / span].
-template <typename T>
-__global__ void __launch_bounds__(kDecodeThreads) paged_decode_merge_kernel(
-    const float* __restrict__ partial, T* __restrict__ out, const int32_t* __restrict__ query_start,
-    const int32_t* __restrict__ seq_lens, int heads, int D, int window, int span, int splits, int mode) {
-  const int h = blockIdx.x, b = blockIdx.y;
-  const int len = seq_lens[b];
-  T* y = out + (static_cast<int64_t>(query_start[b]) * heads + h) * D;
-  if (len <= 0) {
-    for (int d = threadIdx.x; d < D; d += kDecodeThreads) store(y + d, 0.0f);
-    return;
-  }
-  const int pos = len - 1;
-  const int first = window > 0 ? max(0, pos - window + 1) : 0;
+  // The splits holding visible keys are exactly [first / span, pos / span];
+  // the last of them to get here combines them.
   const int s0 = first / span, s1 = min(pos / span, splits - 1);
-  const float* p = partial + (static_cast<int64_t>(b) * heads + h) * splits * (D + 2);
-  float mx = neg_inf();
-  for (int s = s0; s <= s1; ++s) mx = fmaxf(mx, p[static_cast<int64_t>(s) * (D + 2)]);
-  float sum = 0.0f;
-  for (int s = s0; s <= s1; ++s) {
-    const float* ps = p + static_cast<int64_t>(s) * (D + 2);
-    sum += ps[1] * expf(ps[0] - mx);
+  __shared__ int s_is_last;
+  __threadfence();  // this block's partial is visible before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* counter = counters + static_cast<int64_t>(b) * gridDim.y + blockIdx.y;
+    const int arrived = atomicAdd(counter, 1) + 1;
+    s_is_last = arrived == s1 - s0 + 1;
+    if (s_is_last) *counter = 0;  // ready for the next launch (graph replays)
   }
-  for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
-    float a = 0.0f;
-    for (int s = s0; s <= s1; ++s) {
-      const float* ps = p + static_cast<int64_t>(s) * (D + 2);
-      a = fmaf(ps[2 + d], expf(ps[0] - mx), a);
+  __syncthreads();
+  if (!s_is_last) return;
+  __threadfence();  // the other splits' partials, made visible before their arrival
+  for (int gg = 0; gg < ng; ++gg) {
+    const int h = h0 + gg;
+    const volatile float* p = partial + (static_cast<int64_t>(b) * heads + h) * splits * (D + 2);
+    float mx = neg_inf();
+    for (int q = s0; q <= s1; ++q) mx = fmaxf(mx, p[static_cast<int64_t>(q) * (D + 2)]);
+    float sum = 0.0f;
+    for (int q = s0; q <= s1; ++q) {
+      const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
+      sum += pq[1] * expf(pq[0] - mx);
     }
-    store(y + d, round_to(a / sum, mode));
+    for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
+      float a = 0.0f;
+      for (int q = s0; q <= s1; ++q) {
+        const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
+        a = fmaf(pq[2 + d], expf(pq[0] - mx), a);
+      }
+      store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
+    }
   }
 }
 
@@ -798,6 +812,16 @@ DecodePlan decode_plan(const PagedBatch& batch, const AttentionSpec& spec) {
   return p;
 }
 
+// Scratch of a split decode: the partials (max, sum, acc[D]) of every
+// (sequence, head, split), then one merge counter per block column
+// (sequence, kv head, head chunk).
+int64_t partial_elems(int64_t seqs, int64_t heads, int64_t D, const DecodePlan& p) {
+  return p.splits > 1 ? seqs * heads * p.splits * (D + 2) : 0;
+}
+int64_t counter_elems(int64_t seqs, int64_t kv_heads, const DecodePlan& p) {
+  return p.splits > 1 ? seqs * kv_heads * p.head_chunks : 0;
+}
+
 struct Args {
   const int32_t* query_start;
   const int32_t* seq_lens;
@@ -811,10 +835,12 @@ void launch_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, 
                    int num_seqs, gpuStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(a.kv_heads * p.head_chunks),
                   static_cast<unsigned>(num_seqs));
+  // The merge counters follow the partials in the scratch.
+  int* counters = p.splits > 1 ? reinterpret_cast<int*>(partial + partial_elems(num_seqs, a.heads, a.D, p)) : nullptr;
   auto go = [&](auto kernel) {
-    kernel<<<grid, kDecodeThreads, 0, s>>>(q, kp, vp, out, partial, a.query_start, a.seq_lens, a.block_table,
-                                           a.table_stride, a.heads, a.kv_heads, a.group, p.head_chunks, a.D, a.scale,
-                                           a.window, a.mode, p.pages_per_split, p.splits);
+    launch_dependent(kernel, grid, dim3(kDecodeThreads), 0, s, q, kp, vp, out, partial, a.query_start, a.seq_lens,
+                     a.block_table, a.table_stride, a.heads, a.kv_heads, a.group, p.head_chunks, a.D, a.scale,
+                     a.window, a.mode, p.pages_per_split, p.splits, counters);
   };
   switch (p.kG) {
     case 1: go(paged_decode_kernel<T, kD, kVec, kLanes, 1>); break;
@@ -834,13 +860,6 @@ void run_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, flo
   else if (a.D == 128) launch_decode<T, 128, kVec16, 128 / kVec16>(a, q, kp, vp, out, partial, p, n, s);
   else launch_decode<T, 256, 2, 32>(a, q, kp, vp, out, partial, p, n, s);  // any even head_dim
   check_launch("paged_attention (decode)");
-  if (p.splits > 1) {
-    const dim3 grid(static_cast<unsigned>(a.heads), static_cast<unsigned>(n));
-    paged_decode_merge_kernel<T><<<grid, kDecodeThreads, 0, s>>>(partial, out, a.query_start, a.seq_lens, a.heads,
-                                                                  a.D, a.window, p.pages_per_split * kPage, p.splits,
-                                                                  a.mode);
-    check_launch("paged_attention (decode merge)");
-  }
 }
 
 template <typename T, int kD, int kBQ, int kBK>
@@ -909,7 +928,8 @@ void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, co
 int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec) {
   if (!is_decode(batch) || batch.num_seqs == 0 || spec.kv_heads <= 0 || spec.heads <= 0) return 0;
   const DecodePlan p = decode_plan(batch, spec);
-  return p.splits > 1 ? batch.num_seqs * spec.heads * p.splits * (spec.head_dim + 2) : 0;
+  static_assert(sizeof(int) == sizeof(float), "a merge counter takes one F32 element");
+  return partial_elems(batch.num_seqs, spec.heads, spec.head_dim, p) + counter_elems(batch.num_seqs, spec.kv_heads, p);
 }
 
 void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,

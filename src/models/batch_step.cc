@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "causal_lm_impl.h"
 #include "hipformers/core/error.h"
@@ -108,7 +109,11 @@ StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t 
     decode.max_seq_len = max_seq_len;
     scratch_elems = std::max(scratch_elems, kernels::paged_attention_scratch_elems(decode, spec, device_));
   }
-  if (scratch_elems > 0) scratch = empty_tensor(Shape{scratch_elems}, DType::kF32, device_);
+  if (scratch_elems > 0) {  // zero-filled: it holds the split merge counters (paged_attention.h)
+    scratch = empty_tensor(Shape{scratch_elems}, DType::kF32, device_);
+    const std::vector<float> zeros(static_cast<std::size_t>(scratch_elems), 0.0f);
+    copy_bytes(scratch.mutable_raw_data(), device_, zeros.data(), Device::cpu(), zeros.size() * sizeof(float));
+  }
 }
 
 Tensor StepWorkspace::logits_host() const {

@@ -57,12 +57,14 @@ struct PagedBatch {
 };
 
 // F32 elements of scratch the GPU kernels need for this batch shape (split-K
-// partial results); 0 on the CPU. The caller allocates it once (a captured
-// graph must reuse the same scratch).
+// partial results and merge counters); 0 on the CPU. The caller allocates it
+// once, zero-filled (a captured graph must reuse the same scratch); the
+// kernels leave the counters zero again after every call.
 int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec, const Device& device);
 
-// q, out [num_tokens, heads * head_dim]. `scratch` F32 with at least
-// paged_attention_scratch_elems() elements (may be null when that is 0).
+// q, out [num_tokens, heads * head_dim]. `scratch` F32, zero-filled before
+// its first use, with at least paged_attention_scratch_elems() elements (may
+// be null when that is 0).
 // spec.eager must be false. Enqueues GPU work only (no sync, no allocation),
 // so it can be captured in a graph.
 void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,

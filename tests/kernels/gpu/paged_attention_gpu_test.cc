@@ -4,7 +4,9 @@
 //       contiguous cache holding the same keys, for long lengths (prefill of
 //       8192 tokens, decode at 8192) where the CPU would be slow.
 // Pages sit in a scrambled order of the pool, unused slots NaN (so a read
-// outside a sequence shows); outputs and the split-K scratch start as NaN.
+// outside a sequence shows); outputs start as NaN, the split-K scratch zeroed
+// (its merge counters must start at zero; the kernels leave them so, which
+// the reused-scratch case checks).
 // Error measure: max|gpu - ref| / max|ref| per case; float32 <= 1e-4,
 // float16 <= 5e-3, bfloat16 <= 2e-2. Each case prints one table row.
 #include <gtest/gtest.h>
@@ -27,6 +29,8 @@ namespace hipformers::testing {
 namespace {
 
 namespace k = hipformers::kernels;
+
+Tensor zeroed_scratch(int64_t n) { return to_gpu(Tensor::zeros({n}, DType::kF32), DType::kF32); }
 
 struct SeqShape {
   int64_t len;      // keys in the cache after this step
@@ -154,7 +158,7 @@ class GpuPagedAttentionTest : public RandomTest {
 
   static Tensor run_gpu(const Paged& p) {
     const int64_t n = k::paged_attention_scratch_elems(p.gpu_batch, p.spec, test_gpu());
-    Tensor scratch = n > 0 ? poisoned({n}, DType::kF32) : Tensor();
+    Tensor scratch = n > 0 ? zeroed_scratch(n) : Tensor();
     Tensor out = poisoned({p.gpu_batch.num_tokens, p.spec.heads * p.spec.head_dim}, p.dt);
     k::paged_attention(p.q_gpu, p.gpu_batch, p.gpu_cache, p.spec, out, n > 0 ? &scratch : nullptr);
     return to_host_f32(out);
@@ -295,7 +299,7 @@ TEST_F(GpuPagedAttentionTest, SplitKWithLengthsBelowTheLaunchBound) {
     vs_cpu(a, "decode below bound 8192 (100, 1, 700) " + describe(spec));
     vs_cpu(b, "decode below bound 8192 (8000, 64, 3) " + describe(spec));
     // The same scratch and output buffers for both, as a replayed graph uses them.
-    Tensor scratch = poisoned({need}, DType::kF32);
+    Tensor scratch = zeroed_scratch(need);
     Tensor out = poisoned({3, spec.heads * spec.head_dim}, dt);
     for (Paged* p : {&a, &b, &a}) {
       k::paged_attention(p->q_gpu, p->gpu_batch, p->gpu_cache, spec, out, &scratch);
