@@ -29,17 +29,20 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
 void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
                   Tensor& y) {
   const int64_t in_f = weight.size(1);
-  const int64_t rows = y.numel() / std::max<int64_t>(weight.size(0), 1);
+  const int64_t rows = x.numel() / in_f;
   Tensor input = x;
   if (fusion.norm_weight) {
     input = Tensor::empty(Shape{rows, in_f}, DType::kF32);
     Tensor source = x;
     rms_norm(nullptr, source, *fusion.norm_weight, fusion.eps, dtype, input, nullptr);
-  } else if (fusion.silu_mul_input) {
-    input = Tensor::empty(Shape{rows, in_f}, DType::kF32);
-    silu_and_mul_packed(x, dtype, input);
   }
-  linear(input, weight, bias, dtype, y);
+  if (fusion.swiglu_output) {
+    Tensor gate_up = Tensor::empty(Shape{rows, weight.size(0)}, DType::kF32);
+    linear(input, weight, bias, dtype, gate_up);
+    silu_and_mul_packed(gate_up, dtype, y);
+  } else {
+    linear(input, weight, bias, dtype, y);
+  }
   if (fusion.residual) {
     float* res = fusion.residual->mutable_data<float>();
     const float* out = y.data<float>();

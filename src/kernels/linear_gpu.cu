@@ -101,21 +101,35 @@ __global__ void round_kernel(float* y, int64_t n, int mode) {
 
 // ---- GEMV: rows <= kGemvMaxRows ------------------------------------------
 //
-// Layout. A warp owns kGemvFeatures (R = 4) consecutive output features; its
-// lanes split the in dimension in 16-byte vectors of W (8 bf16/f16 or 4 f32
-// values), lane l taking vectors l, l + S*warp, ... A block is 256 threads;
-// with split S > 1 the S warps of a group split K further (vectors
-// s*warp + l, ...) and their sums meet in shared memory. S grows (1, 2, 4, 8)
-// while the grid has fewer than ~24 warps per SM and every lane keeps at
-// least one vector, so small out (1024) still fills the GPU. x rows (at most
-// 8) are read as vectors through L1 (they are tiny and shared by all warps);
-// each W vector is converted once and used for every row: acc[row][feature]
-// in fp32 (fmaf). The R x ROWS sums leave the warp by a halving butterfly
-// (N - 1 shuffles for N sums instead of N log2(warp)). Bias is added before
-// the single rounding (round_to(mode), then the storage rounding), as the
-// tiled kernel does. W goes through streaming (evict-first) loads on CUDA.
-// Unaligned W/x or in % (16 / sizeof(T)) != 0 take the same kernel with
-// scalar loads.
+// Layout. A warp owns kGemvFeatures (R = 4) weight rows; its lanes split the
+// in dimension in 16-byte vectors of W (8 bf16/f16 or 4 f32 values), lane l
+// taking vectors l, l + S*warp, ... A block is 256 threads; with split S > 1
+// the S warps of a group split K further (vectors s*warp + l, ...) and their
+// sums meet in shared memory. S grows (1, 2, 4, 8) while the grid has fewer
+// than ~24 warps per SM and every lane keeps at least one vector, so small
+// out (1024) still fills the GPU. x rows (at most 8) are read as vectors
+// through L1 (they are tiny and shared by all warps); each W vector is
+// converted once and used for every row: acc[row][feature] in fp32 (fmaf).
+// The R x ROWS sums leave the warp by a halving butterfly (N - 1 shuffles
+// for N sums instead of N log2(warp)). Bias is added before the single
+// rounding (round_to(mode), then the storage rounding), as the tiled kernel
+// does. Unaligned W/x or in % (16 / sizeof(T)) != 0 take the same kernel
+// with scalar loads.
+//
+// Latency. In a decode step this kernel is one of a chain of short kernels
+// launched dependent (gpu/launch.h). Weights depend on no earlier kernel, so
+// a warp loads its first U x R weight vectors into registers (and asks L2
+// for the rest of its slice) before grid_dependency_wait(), and lets the
+// next kernel be scheduled at once: while the previous kernel finishes,
+// this one's weights are already on their way. Later chunks are double
+// buffered (the next chunk's loads are issued before the current one is
+// used).
+//
+// Output. kOutputPlain: feature f of the warp is weight row 4g + f. With
+// kOutputSwiGLU the weight is [gate; up] (2 * out rows) and the warp's rows
+// are gate c, c + 1 and up c, c + 1 for c = 2g; the epilogue stores
+// round(round(silu(g)) * u) of the rounded projections, as
+// silu_and_mul_packed would on the stored gate|up.
 constexpr int kGemvThreads = 256;
 constexpr int kGemvFeatures = 4;
 
@@ -170,13 +184,16 @@ template <int n, int off> __device__ __forceinline__ void butterfly_sum(float* a
   }
 }
 
+// v as the storage type holds it after round_to(mode) and store().
+template <typename T> __device__ __forceinline__ float stored(float v, int mode) {
+  T t;
+  store(&t, round_to(v, mode));
+  return load(&t);
+}
+
+// y[r, c] = v (+ bias), then the residual update.
 template <typename T>
-__device__ __forceinline__ void gemv_store(T* y, const T* bias, float v, int idx, int64_t f0, int rows, int64_t out_f,
-                                           int mode, T* residual) {
-  const int r = idx / kGemvFeatures;
-  const int64_t c = f0 + idx % kGemvFeatures;
-  if (r >= rows || c >= out_f) return;
-  if (bias) v += load(bias + c);
+__device__ __forceinline__ void gemv_store(T* y, float v, int r, int64_t c, int64_t out_f, int mode, T* residual) {
   T* out = y + r * out_f + c;
   store(out, round_to(v, mode));
   if (residual) {  // add_rms_norm's residual update: round(y as stored + residual)
@@ -185,11 +202,9 @@ __device__ __forceinline__ void gemv_store(T* y, const T* bias, float v, int idx
   }
 }
 
-// What the GEMV folds into its input (fused_linear, linear.h): x as given, or
-// rms_norm(x) * norm_w, or silu(gate) * up of x = [gate | up]. A fused input
-// is computed once per block into shared memory (rows * in values of T,
-// rounded exactly as the rms_norm / silu_and_mul kernels store them).
-enum GemvInput : int { kInputPlain = 0, kInputNorm = 1, kInputSiluMul = 2 };
+// What the GEMV folds into its input and output (fused_linear, linear.h).
+enum GemvInput : int { kInputPlain = 0, kInputNorm = 1 };
+enum GemvOutput : int { kOutputPlain = 0, kOutputSwiGLU = 1 };
 
 struct GemvFusion {
   const void* norm_w = nullptr;  // kInputNorm
@@ -197,66 +212,81 @@ struct GemvFusion {
   void* residual = nullptr;      // residual = round(residual + y) after y is stored
 };
 
-template <typename T, int kInput>
-__device__ __forceinline__ void gemv_fused_input(const T* __restrict__ x, T* xs, int rows, int64_t in_f,
-                                                 const GemvFusion& fusion, int mode) {
+// rms_norm(x) * norm_w for the block's rows into shared memory (rows * in
+// values of T, rounded exactly as the rms_norm kernel stores them).
+template <typename T>
+__device__ __forceinline__ void gemv_norm_input(const T* __restrict__ x, T* xs, int rows, int64_t in_f,
+                                                const GemvFusion& fusion, int mode) {
   __shared__ float scratch[kMaxWarps];
+  const T* nw = static_cast<const T*>(fusion.norm_w);
   for (int r = 0; r < rows; ++r) {
-    if constexpr (kInput == kInputNorm) {
-      const T* xr = x + static_cast<int64_t>(r) * in_f;
-      const T* nw = static_cast<const T*>(fusion.norm_w);
-      float sum = 0;
-      for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) {
-        const float v = load(xr + i);
-        sum += v * v;
-      }
-      sum = block_sum(sum, scratch);
-      const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
-      for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x)
-        store(xs + r * in_f + i, round_to(load(nw + i) * round_to(load(xr + i) * inv, mode), mode));
-    } else {
-      const T* gate = x + static_cast<int64_t>(r) * 2 * in_f;
-      for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) {
-        const float g = load(gate + i);
-        const float silu = g / (1.0f + expf(-g));
-        store(xs + r * in_f + i, round_to(round_to(silu, mode) * load(gate + in_f + i), mode));
-      }
+    const T* xr = x + static_cast<int64_t>(r) * in_f;
+    float sum = 0;
+    for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) {
+      const float v = load(xr + i);
+      sum += v * v;
     }
+    sum = block_sum(sum, scratch);
+    const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
+    for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x)
+      store(xs + r * in_f + i, round_to(load(nw + i) * round_to(load(xr + i) * inv, mode), mode));
   }
   __syncthreads();
 }
 
-template <typename T, int ROWS, bool kVec, int kInput>
+// out_f: output features (for kOutputSwiGLU, half the weight's rows).
+template <typename T, int ROWS, bool kVec, int kInput, int kOutput>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, T* __restrict__ y, int rows,
                                                             int64_t out_f, int64_t in_f, int split, int mode,
                                                             GemvFusion fusion) {
   using IO = GemvIO<T, kVec>;
+  using Raw = typename IO::Raw;
   constexpr int R = kGemvFeatures, V = IO::V, N = ROWS * R;
   constexpr int U = ROWS <= 2 ? 2 : 1;  // vectors per feature in flight per lane
+  constexpr bool kSwiGLU = kOutput == kOutputSwiGLU;
   static_assert(N <= kWarp, "one sum per lane after the butterfly");
   __shared__ float partial[kGemvThreads / kWarp][N];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int groups = (kGemvThreads / kWarp) / split;  // feature groups per block
-  const int64_t f0 = (static_cast<int64_t>(blockIdx.x) * groups + warp / split) * R;
+  const int64_t group = static_cast<int64_t>(blockIdx.x) * groups + warp / split;
   const int s = warp % split;
   const T* wrow[R];
 #pragma unroll
-  for (int f = 0; f < R; ++f) wrow[f] = w + (f0 + f < out_f ? f0 + f : out_f - 1) * in_f;
-  const int64_t nv = in_f / V, step = static_cast<int64_t>(split) * kWarp;
-  // Weights depend on no earlier kernel: start streaming this warp's slice
-  // into L2 (one prefetch per 128-byte line) before waiting for the input.
-  for (int64_t j = static_cast<int64_t>(s) * kWarp + lane; j < nv; j += step)
+  for (int f = 0; f < R; ++f) {
+    int64_t wr;
+    if constexpr (kSwiGLU) {
+      const int64_t c = group * 2 + f % 2 < out_f ? group * 2 + f % 2 : out_f - 1;
+      wr = f < 2 ? c : out_f + c;
+    } else {
+      wr = group * R + f < out_f ? group * R + f : out_f - 1;
+    }
+    wrow[f] = w + wr * in_f;
+  }
+  const int64_t nv = in_f / V, step = static_cast<int64_t>(split) * kWarp, chunk = step * U;
+  const int64_t j0 = static_cast<int64_t>(s) * kWarp + lane;
+  auto load_chunk = [&](Raw (&wv)[U][R], int64_t j) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int f = 0; f < R; ++f) wv[u][f] = j + u * step < nv ? IO::load_w(wrow[f] + (j + u * step) * V) : Raw{};
+  };
+  // Weights depend on no earlier kernel: the first chunk into registers, the
+  // rest of the slice into L2 (one prefetch per 128-byte line), then let the
+  // next kernel be scheduled, and only then wait for the input.
+  Raw wv[U][R];
+  load_chunk(wv, j0);
+  for (int64_t j = j0 + chunk; j < nv; j += step)
     if ((j * V * static_cast<int64_t>(sizeof(T))) % 128 < static_cast<int64_t>(V * sizeof(T)))
 #pragma unroll
       for (int f = 0; f < R; ++f) prefetch_l2(wrow[f] + j * V);
-  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   allow_dependents();
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   const T* xbase = x;
-  if constexpr (kInput != kInputPlain) {
+  if constexpr (kInput == kInputNorm) {
     extern __shared__ uint4 fused_x[];
     T* xs = reinterpret_cast<T*>(fused_x);
-    gemv_fused_input<T, kInput>(x, xs, rows, in_f, fusion, mode);
+    gemv_norm_input<T>(x, xs, rows, in_f, fusion, mode);
     xbase = xs;
   }
   const T* xrow[ROWS];
@@ -265,13 +295,13 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
   float acc[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) acc[i] = 0.0f;
-  for (int64_t j = static_cast<int64_t>(s) * kWarp + lane; j < nv; j += step * U) {
-    typename IO::Raw wv[U][R] = {};
+  for (int64_t j = j0; j < nv; j += chunk) {
+    Raw cur[U][R];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (j + u * step < nv)
 #pragma unroll
-        for (int f = 0; f < R; ++f) wv[u][f] = IO::load_w(wrow[f] + (j + u * step) * V);
+      for (int f = 0; f < R; ++f) cur[u][f] = wv[u][f];
+    if (j + chunk < nv) load_chunk(wv, j + chunk);  // in flight while this chunk is used
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t jj = j + u * step;
@@ -280,10 +310,10 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
 #pragma unroll
       for (int f = 0; f < R; ++f)
 #pragma unroll
-        for (int e = 0; e < V; ++e) wf[f][e] = IO::get(wv[u][f], e);
+        for (int e = 0; e < V; ++e) wf[f][e] = IO::get(cur[u][f], e);
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
-        typename IO::Raw xv;
+        Raw xv;
         if constexpr (kInput != kInputPlain && kVec) xv = *reinterpret_cast<const uint4*>(xrow[r] + jj * V);
         else if constexpr (kInput != kInputPlain) xv = load(xrow[r] + jj * V);
         else xv = IO::load_x(xrow[r] + jj * V);
@@ -299,19 +329,40 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict_
   int idx = 0;
   butterfly_sum<N, kWarp / 2>(acc, lane, idx);
   const bool holder = lane % (kWarp / N) == 0;  // lanes holding distinct sums
-  if (split == 1) {
-    if (holder) gemv_store(y, bias, acc[0], idx, f0, rows, out_f, mode, static_cast<T*>(fusion.residual));
+  T* residual = static_cast<T*>(fusion.residual);
+  if (!kSwiGLU && split == 1) {
+    const int r = idx / R;
+    const int64_t c = group * R + idx % R;
+    if (holder && r < rows && c < out_f) gemv_store(y, acc[0] + (bias ? load(bias + c) : 0.0f), r, c, out_f, mode,
+                                                    residual);
     return;
   }
   if (holder) partial[warp][idx] = acc[0];
   __syncthreads();
+  // One thread per (group, row, output feature) of the block adds the splits.
+  constexpr int kOuts = kSwiGLU ? 2 : R;  // output features per group
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid < groups * N) {
-    const int g = tid / N, i = tid % N;
+  if (tid >= groups * ROWS * kOuts) return;
+  const int g = tid / (ROWS * kOuts), r = tid / kOuts % ROWS, o = tid % kOuts;
+  if (r >= rows) return;
+  auto sum_splits = [&](int i) {
     float v = partial[g * split][i];
     for (int q = 1; q < split; ++q) v += partial[g * split + q][i];
-    gemv_store(y, bias, v, i, (static_cast<int64_t>(blockIdx.x) * groups + g) * R, rows, out_f, mode,
-               static_cast<T*>(fusion.residual));
+    return v;
+  };
+  const int64_t grp = static_cast<int64_t>(blockIdx.x) * groups + g;
+  if constexpr (kSwiGLU) {
+    const int64_t c = grp * 2 + o;
+    if (c >= out_f) return;
+    // The projections as the unfused GEMV would have stored them.
+    const float gate = stored<T>(sum_splits(r * R + o) + (bias ? load(bias + c) : 0.0f), mode);
+    const float up = stored<T>(sum_splits(r * R + 2 + o) + (bias ? load(bias + out_f + c) : 0.0f), mode);
+    const float silu = gate / (1.0f + expf(-gate));
+    gemv_store(y, round_to(silu, mode) * up, r, c, out_f, mode, residual);
+  } else {
+    const int64_t c = grp * R + o;
+    if (c >= out_f) return;
+    gemv_store(y, sum_splits(r * R + o) + (bias ? load(bias + c) : 0.0f), r, c, out_f, mode, residual);
   }
 }
 
@@ -333,18 +384,20 @@ GemvDeviceInfo gemv_device_info(int device) {
   return info;
 }
 
-// Shared memory a fused input needs (0 for a plain one).
+// Shared memory a normalised input needs (0 for a plain one).
 std::size_t gemv_fused_bytes(int input, int64_t rows, int64_t in_f, DType storage) {
   return input == kInputPlain ? 0 : static_cast<std::size_t>(rows * in_f) * dtype_size(storage);
 }
 constexpr std::size_t kGemvMaxFusedBytes = 40 << 10;  // under the 48 KiB every GPU gives without opting in
 
 void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y, int64_t rows,
-                 gpuStream_t s, int input = kInputPlain, const GemvFusion& fusion = {}) {
-  const int64_t out_f = weight.size(0), in_f = weight.size(1);
+                 gpuStream_t s, int input = kInputPlain, int output = kOutputPlain, const GemvFusion& fusion = {}) {
+  const int64_t in_f = weight.size(1);
+  const int64_t out_f = output == kOutputSwiGLU ? weight.size(0) / 2 : weight.size(0);
   const GemvDeviceInfo info = gemv_device_info(x.device().index);
   const int warps = kGemvThreads / info.warp;
-  const int64_t groups = (out_f + kGemvFeatures - 1) / kGemvFeatures;
+  const int64_t per_group = output == kOutputSwiGLU ? 2 : kGemvFeatures;  // output features per warp group
+  const int64_t groups = (out_f + per_group - 1) / per_group;
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) &&
@@ -369,9 +422,13 @@ void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DTyp
         launch_dependent(kernel, dim3(blocks), dim3(kGemvThreads), shared, s, xp, wp, bp, yp, static_cast<int>(rows),
                          out_f, in_f, split, mode, fusion);
       };
-      if (input == kInputNorm) go(gemv_kernel<T, kRows, kV, kInputNorm>);
-      else if (input == kInputSiluMul) go(gemv_kernel<T, kRows, kV, kInputSiluMul>);
-      else go(gemv_kernel<T, kRows, kV, kInputPlain>);
+      if (output == kOutputSwiGLU) {
+        if (input == kInputNorm) go(gemv_kernel<T, kRows, kV, kInputNorm, kOutputSwiGLU>);
+        else go(gemv_kernel<T, kRows, kV, kInputPlain, kOutputSwiGLU>);
+      } else {
+        if (input == kInputNorm) go(gemv_kernel<T, kRows, kV, kInputNorm, kOutputPlain>);
+        else go(gemv_kernel<T, kRows, kV, kInputPlain, kOutputPlain>);
+      }
     };
     auto by_rows = [&](auto vec_tag) {
       if (rows == 1) launch(std::integral_constant<int, 1>{}, vec_tag);
@@ -581,24 +638,22 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
 }
 
 bool fused_linear_supported(const Tensor& x, const Tensor& weight, const LinearFusion& fusion) {
-  if (fusion.norm_weight && fusion.silu_mul_input) return false;
   const int64_t in_f = weight.size(1);
-  const int64_t rows = x.numel() / (fusion.silu_mul_input ? 2 * in_f : in_f);
-  const int input = fusion.norm_weight ? kInputNorm : fusion.silu_mul_input ? kInputSiluMul : kInputPlain;
+  const int64_t rows = x.numel() / in_f;
+  const int input = fusion.norm_weight ? kInputNorm : kInputPlain;
   return rows >= 1 && rows <= kGemvMaxRows && weight.size(0) > 0 &&
          gemv_fused_bytes(input, rows, in_f, x.dtype()) <= kGemvMaxFusedBytes;
 }
 
 void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
                   Tensor& y) {
-  const int64_t in_f = weight.size(1);
-  const int64_t rows = x.numel() / (fusion.silu_mul_input ? 2 * in_f : in_f);
+  const int64_t rows = x.numel() / weight.size(1);
   GemvFusion f;
   f.norm_w = fusion.norm_weight ? fusion.norm_weight->raw_data() : nullptr;
   f.eps = static_cast<float>(fusion.eps);
   f.residual = fusion.residual ? fusion.residual->mutable_raw_data() : nullptr;
-  const int input = fusion.norm_weight ? kInputNorm : fusion.silu_mul_input ? kInputSiluMul : kInputPlain;
-  gemv_linear(x, weight, bias, dtype, y, rows, stream_for(x.device().index), input, f);
+  gemv_linear(x, weight, bias, dtype, y, rows, stream_for(x.device().index),
+              fusion.norm_weight ? kInputNorm : kInputPlain, fusion.swiglu_output ? kOutputSwiGLU : kOutputPlain, f);
 }
 
 // Exposed for the tests: the portable kernel, whatever the platform.

@@ -181,15 +181,17 @@ void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dty
 
 static void check_fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearFusion& f,
                                const Tensor& y) {
-  require(!(f.norm_weight && f.silu_mul_input), "fused_linear", "a norm and a SwiGLU input cannot both be fused");
   require(weight.ndim() == 2 && weight.size(1) > 0, "fused_linear", "weight must be [out, in]");
-  const int64_t in_f = weight.size(1), width = f.silu_mul_input ? 2 * in_f : in_f;
-  require(x.ndim() >= 1 && x.size(-1) == width, "fused_linear",
-          "input " + x.shape().str() + " does not have rows of " + std::to_string(width));
+  const int64_t in_f = weight.size(1);
+  require(!f.swiglu_output || weight.size(0) % 2 == 0, "fused_linear",
+          "a SwiGLU output needs a [gate; up] weight with an even number of rows, not " + weight.shape().str());
+  const int64_t out_f = f.swiglu_output ? weight.size(0) / 2 : weight.size(0);
+  require(x.ndim() >= 1 && x.size(-1) == in_f, "fused_linear",
+          "input " + x.shape().str() + " does not have rows of " + std::to_string(in_f));
   const int64_t rows = rows_of(x);
-  require(y.numel() == rows * weight.size(0) && (!bias.defined() || bias.numel() == weight.size(0)), "fused_linear",
+  require(y.numel() == rows * out_f && (!bias.defined() || bias.numel() == weight.size(0)), "fused_linear",
           "output " + y.shape().str() + " / bias do not match " + std::to_string(rows) + " rows of " +
-              std::to_string(weight.size(0)));
+              std::to_string(out_f));
   if (f.norm_weight)
     require(f.norm_weight->ndim() == 1 && f.norm_weight->size(0) == in_f, "fused_linear",
             "norm weight " + f.norm_weight->shape().str() + " does not match in_features " + std::to_string(in_f));

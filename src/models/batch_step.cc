@@ -264,18 +264,18 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
 
-  // Small batches (decode) can fold the norms and the SwiGLU into the
+  // Small batches (decode) fold the norms and the SwiGLU into the
   // projections (fused_linear): RMSNorm by every block of the next GEMV with
-  // the residual add in the previous GEMV's epilogue, SiLU-and-mul by every
-  // block of the down GEMV. Chosen per device through the registry
-  // (rms_norm_in_projection, silu_and_mul_in_projection; --use-kernels with a
-  // KernelConfig). Not the default: measured on the H200 the per-block
-  // prologues cost more latency than the kernels they save (docs/PERFORMANCE.md).
-  auto fusion = [&](const Tensor* norm, bool silu, Tensor* residual) {
+  // the residual add in the previous GEMV's epilogue, silu(gate) * up in the
+  // gate|up GEMV's epilogue. Chosen per device through the registry
+  // (rms_norm_in_projection, silu_and_mul_in_projection; the defaults on
+  // GPUs, docs/PERFORMANCE.md has the measurements); a KernelConfig can pick
+  // the separate kernels instead.
+  auto fusion = [&](const Tensor* norm, bool swiglu, Tensor* residual) {
     kernels::LinearFusion f;
     f.norm_weight = norm;
     f.eps = eps;
-    f.silu_mul_input = silu;
+    f.swiglu_output = swiglu;
     f.residual = residual;
     return f;
   };
@@ -286,7 +286,7 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
                          kernels::fused_linear_supported(hidden, L0.gate_up_proj, fusion(&L0.post_attention_norm, false, nullptr)) &&
                          kernels::fused_linear_supported(last, m.lm_head, fusion(&m.final_norm, false, nullptr));
   const bool fold_silu = small && K.kernel(kernels::LayerKind::kSiLUAndMul).name == "silu_and_mul_in_projection" &&
-                         kernels::fused_linear_supported(gate_up, L0.down_proj, fusion(nullptr, true, nullptr));
+                         kernels::fused_linear_supported(hidden, L0.gate_up_proj, fusion(nullptr, true, nullptr));
   for (std::size_t li = 0; li < m.layers.size(); ++li) {
     const DecoderLayer& L = m.layers[li];
     if (fold_norm) {  // the residual stream already holds the previous layer's output
@@ -301,21 +301,22 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
     kernels::paged_attention(q, ws.batch, cache.layers[li], spec, attn, scratch);
     if (fold_norm) {
       kernels::fused_linear(attn, L.o_proj, L.o_bias, dt, fusion(nullptr, false, &hidden), proj);
-      kernels::fused_linear(hidden, L.gate_up_proj, L.gate_up_bias, dt, fusion(&L.post_attention_norm, false, nullptr),
-                            gate_up);
     } else {
       kernels::linear(attn, L.o_proj, L.o_bias, dt, proj);
       K.rms_norm(&proj, hidden, L.post_attention_norm, eps, dt, normed, nullptr);
-      kernels::linear(normed, L.gate_up_proj, L.gate_up_bias, dt, gate_up);
     }
-    Tensor* residual = fold_norm ? &hidden : nullptr;  // else the next add_rms_norm adds `branch`
-    if (fold_silu) {
-      kernels::fused_linear(gate_up, L.down_proj, L.down_bias, dt, fusion(nullptr, true, residual), branch);
-    } else {
-      kernels::silu_and_mul_packed(gate_up, dt, act);
-      if (residual) kernels::fused_linear(act, L.down_proj, L.down_bias, dt, fusion(nullptr, false, residual), branch);
-      else kernels::linear(act, L.down_proj, L.down_bias, dt, branch);
-    }
+    const Tensor& mlp_input = fold_norm ? hidden : normed;
+    if (fold_norm || fold_silu)
+      kernels::fused_linear(mlp_input, L.gate_up_proj, L.gate_up_bias, dt,
+                            fusion(fold_norm ? &L.post_attention_norm : nullptr, fold_silu, nullptr),
+                            fold_silu ? act : gate_up);
+    else
+      kernels::linear(mlp_input, L.gate_up_proj, L.gate_up_bias, dt, gate_up);
+    if (!fold_silu) kernels::silu_and_mul_packed(gate_up, dt, act);
+    if (fold_norm)  // else the next add_rms_norm adds `branch`
+      kernels::fused_linear(act, L.down_proj, L.down_bias, dt, fusion(nullptr, false, &hidden), branch);
+    else
+      kernels::linear(act, L.down_proj, L.down_bias, dt, branch);
   }
   if (fold_norm) {
     kernels::embedding(hidden, ws.logit_rows_index, last);  // gather the rows that need logits

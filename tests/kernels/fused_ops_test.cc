@@ -275,26 +275,27 @@ TEST_F(FusedOps, FusedLinearEqualsUnfusedOps) {
     f.eps = 1e-6;
     k::fused_linear(x, w, b, dt, f, got);
     EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.nbytes()), 0);
-    // SwiGLU input + residual: add_rms_norm's residual update
-    Tensor act = Tensor::empty({rows, in}, DType::kF32);
-    k::silu_and_mul_packed(gu, dt, act);
-    k::linear(act, w, Tensor(), dt, want);
+    // norm input + SwiGLU output + residual (add_rms_norm's residual update)
+    Tensor wgu = random({2 * out, in}, 0.2f), bgu = random({2 * out});
+    Tensor gate_up = Tensor::empty({rows, 2 * out}, DType::kF32);
+    k::linear(normed, wgu, bgu, dt, gate_up);
+    k::silu_and_mul_packed(gate_up, dt, want);
     Tensor want_res = res.clone(), normed2 = Tensor::empty({rows, out}, DType::kF32);
     Tensor ones = Tensor::empty({out}, DType::kF32);
     std::fill_n(ones.mutable_data<float>(), out, 1.0f);
     k::add_rms_norm(want, want_res, ones, 1e-6, dt, normed2);
-    k::LinearFusion g;
-    g.silu_mul_input = true;
+    k::LinearFusion g = f;
+    g.swiglu_output = true;
     Tensor got_res = res.clone();
     g.residual = &got_res;
-    k::fused_linear(gu, w, Tensor(), dt, g, got);
+    k::fused_linear(x, wgu, bgu, dt, g, got);
     EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.nbytes()), 0);
     EXPECT_EQ(std::memcmp(got_res.data<float>(), want_res.data<float>(), want_res.nbytes()), 0);
     // bad arguments
-    k::LinearFusion both = f;
-    both.silu_mul_input = true;
-    EXPECT_THROW(k::fused_linear(x, w, b, dt, both, got), Error);
     EXPECT_THROW(k::fused_linear(gu, w, b, dt, f, got), Error);  // rows of 2*in for a norm input
+    Tensor odd = random({2 * out + 1, in});
+    EXPECT_THROW(k::fused_linear(x, odd, Tensor(), dt, g, got), Error);  // a [gate; up] weight has even rows
+    EXPECT_THROW(k::fused_linear(x, wgu, bgu, dt, f, got), Error);       // without swiglu the output is 2 * out wide
   }
 }
 

@@ -15,20 +15,24 @@ namespace hipformers::kernels {
 // x [rows, in], weight [out, in], bias [out] or undefined, y [rows, out].
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y);
 // A linear with its neighbours folded in, for the small-batch decode path
-// (the batched step runs one per projection instead of norm + GEMM + add):
+// (the batched step runs one kernel per projection instead of norm + GEMM +
+// add + activation):
 //   input:  x as given; or rms_norm(x) * norm_weight (norm_weight set, x
-//           [rows, in], rounded as rms_norm stores it); or silu(g) * u with
-//           x = [g | u] of width 2 * in (silu_mul_input, as silu_and_mul);
-//   output: y = input W^T + b, then, with `residual`, residual =
-//           round(y + residual) (the residual update of add_rms_norm).
+//           [rows, in], rounded as rms_norm stores it);
+//   output: y = input W^T + b; or, with swiglu_output, W = [gate; up] of
+//           2 * out rows (and b of 2 * out) and y [rows, out] =
+//           silu(g) * u of the rounded projections g | u (as
+//           silu_and_mul_packed on the unfused output); then, with
+//           `residual`, residual = round(y + residual) (the residual update
+//           of add_rms_norm).
 struct LinearFusion {
   const Tensor* norm_weight = nullptr;
   double eps = 0;
-  bool silu_mul_input = false;
+  bool swiglu_output = false;
   Tensor* residual = nullptr;
 };
 // Whether fused_linear runs these arguments as one kernel on their device
-// (GPU: up to 8 rows whose fused input fits in shared memory; the CPU
+// (GPU: up to 8 rows whose normalised input fits in shared memory; the CPU
 // composes the unfused ops, any size). Callers fall back to the unfused ops.
 bool fused_linear_supported(const Tensor& x, const Tensor& weight, const LinearFusion& fusion);
 void fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, const LinearFusion& fusion,
