@@ -3,6 +3,7 @@
 # .devbuild/ (scripts/stage_device_build.sh). Writes logs and JSON under $OUT.
 #   bench/device_bench.sh quick     hipformers alone: the three issue cases
 #   bench/device_bench.sh profile   per-kernel times of a short decode (ncu)
+#   bench/device_bench.sh ab        decode ms/step with each fast path off in turn
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
 #                                   written into $OUT/PERFORMANCE.md
 set -uo pipefail
@@ -11,7 +12,7 @@ OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-HF=$PWD/.devbuild/bin/hipformers
+HF=${HF:-$PWD/.devbuild/bin/hipformers}
 MODEL=/tmp/hipformers_bench_qwen3_0.6b
 [ -f "$MODEL/model.safetensors" ] || "$HF" make-model --shape qwen3-0.6b --dtype bfloat16 --output "$MODEL" >/dev/null
 
@@ -46,6 +47,30 @@ h = rows[0]
 k, v = h.index("Kernel Name"), h.index("Metric Value")
 for r in rows[1:]:
     print("%8.2f us  %s" % (float(r[v].replace(",", "")) / 1000, re.sub(r"\(.*", "", r[k])[:80]))' ;;
+    ab)
+      # Batch 1 and 8 decode (128 + 128) with one fast path switched off at a
+      # time: the folded norm/SwiGLU (a KernelConfig picking the separate
+      # kernels), dependent launches, graphs.
+      printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}, "SiLUAndMul": {"cuda": "silu_and_mul_gpu"}}' \
+        >/tmp/hf_separate.json
+      printf '{"SiLUAndMul": {"cuda": "silu_and_mul_gpu"}}' >/tmp/hf_norm_only.json
+      printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}}' >/tmp/hf_silu_only.json
+      for b in 1 8; do
+        for v in default separate norm_only silu_only no_pdl no_graphs; do
+          extra=""; envs=""
+          case "$v" in
+            separate|norm_only|silu_only) extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
+            no_pdl) envs="HIPFORMERS_DISABLE_PDL=1" ;;
+            no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
+          esac
+          printf '%-10s batch %s: ' "$v" "$b"
+          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" \
+            --prompt-len 128 --gen-len 128 $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
+import json,sys
+r=json.loads(sys.stdin.read())
+print("%.3f ms/step, decode %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"]))'
+        done
+      done ;;
     compare)
       cp docs/PERFORMANCE.md "$OUT/PERFORMANCE.md"
       python3 bench/compare_transformers.py --hipformers "$HF" --model-dir "$MODEL" --timeout 400 \

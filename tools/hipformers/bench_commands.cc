@@ -10,6 +10,7 @@
 #include "hipformers/core/dtype.h"
 #include "hipformers/core/error.h"
 #include "hipformers/generation/benchmark.h"
+#include "hipformers/kernels/registry.h"
 #include "hipformers/runtime/device.h"
 #include "make_model.h"
 
@@ -17,7 +18,8 @@ namespace hipformers::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model, device = "auto", dtype = "auto", attn = "sdpa";
+  std::string model, device = "auto", dtype = "auto", attn = "sdpa", kernel_config;
+  bool use_kernels = false;
   BenchmarkOptions options;
   std::size_t copy_mib = 0;
   bool json = false;
@@ -49,6 +51,8 @@ void run_bench(const BenchArgs& a) {
   }
   load.device = resolve_device(a.device);
   load.attn_implementation = parse_attn_implementation(a.attn);
+  load.use_kernels = a.use_kernels;
+  if (!a.kernel_config.empty()) load.kernel_config = kernels::KernelConfig::from_file(a.kernel_config);
   const BenchmarkReport report = run_benchmark(a.model, load, o);
   if (a.json)
     std::cout << to_json(report).dump() << "\n";
@@ -70,6 +74,11 @@ void add_bench_commands(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "auto, float32, bfloat16 or float16")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cmd->add_option("--attn", a->attn, "sdpa or eager")->capture_default_str();
+  auto* uk = cmd->add_flag("--use-kernels", a->use_kernels,
+                           "Choose each layer's kernel from the registry (see 'hipformers kernels')");
+  cmd->add_option("--kernel-config", a->kernel_config,
+                  "JSON {\"<layer>\": {\"<device>\": \"<kernel>\"}} overriding the defaults (needs --use-kernels)")
+      ->needs(uk);
   cmd->add_option("--warmup", a->options.warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--repeat", a->options.repeat, "Timed runs (medians are reported)")->capture_default_str();
   cmd->add_option("--seed", a->options.seed, "Seed of the prompt ids (and of --make-model's weights)")
