@@ -17,6 +17,10 @@
 namespace hipformers::kernels {
 // Error(kUnsupported) "<op> has no kernel for <device> yet" (ops.cc).
 [[noreturn]] void no_gpu_kernel(const char* op, const Device& device);
+// qkv_rope_write's argument checks (ops.cc); returns the common device.
+Device check_qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, const Tensor& inv_freq,
+                            const PagedBatch& batch, int64_t heads, int64_t kv_heads, const PagedKVLayer& cache,
+                            const Tensor& q_out);
 }  // namespace hipformers::kernels
 
 // HF_ON_GPU(op, device, call): runs the GPU kernel on a GPU build; a CPU-only
@@ -54,6 +58,11 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
 void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
                     int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
+// qkv_rope_write + paged_attention in one decode kernel (paged_attention_gpu.cu).
+bool qkv_rope_attention_fusable(const PagedBatch& batch);
+void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
+                                     const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch);
 void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out);
 void embedding(const Tensor& weight, const Tensor& ids, Tensor& out);
 void argmax_rows(const Tensor& logits, Tensor& ids);
@@ -95,6 +104,11 @@ constexpr int64_t kMaxAttentionHeadDim = 256;
 void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
                     int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
+// qkv_rope_write + paged_attention in one decode kernel (paged_attention_gpu.cu).
+bool qkv_rope_attention_fusable(const PagedBatch& batch);
+void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
+                                     const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch);
 void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out);
 void embedding(const Tensor& weight, const Tensor& ids, Tensor& out);
 void argmax_rows(const Tensor& logits, Tensor& ids);

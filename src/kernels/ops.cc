@@ -305,9 +305,9 @@ void attention(const Tensor& q, std::span<const int64_t> positions, const KVCach
   cpu::attention(q, positions, cache, spec, out, probs);
 }
 
-void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
-                    const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
-                    int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out) {
+Device check_qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, const Tensor& inv_freq,
+                            const PagedBatch& batch, int64_t heads, int64_t kv_heads, const PagedKVLayer& cache,
+                            const Tensor& q_out) {
   const char* op = "qkv_rope_write";
   Device d = common_device(op, {&qkv, &q_norm, &k_norm, &cache.k, &cache.v, &q_out}, {&inv_freq});
   require(heads > 0 && kv_heads > 0, op,
@@ -336,6 +336,15 @@ void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
           "positions / token_seq hold fewer than " + std::to_string(T) + " tokens");
   require(batch.block_table.ndim() == 2 && batch.block_table.size(0) >= batch.num_seqs, op,
           "block_table " + batch.block_table.shape().str() + " is not [num_seqs, max_pages_per_seq]");
+  return d;
+}
+
+void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                    const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
+                    int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out) {
+  const char* op = "qkv_rope_write";
+  const Device d = check_qkv_rope_write(qkv, q_norm, k_norm, inv_freq, batch, heads, kv_heads, cache, q_out);
+  const int64_t T = batch.num_tokens;
   if (T == 0) return;
   // On a GPU the index values stay on the device (no sync): a token whose
   // sequence, position or page is out of range gets no cache write there.

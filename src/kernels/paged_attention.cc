@@ -5,6 +5,7 @@
 // live in device memory and a check would need a sync, which a captured graph
 // cannot have).
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -131,6 +132,26 @@ void check_values(const PagedBatch& batch, const PagedKVLayer& cache) {
   }
 }
 
+// The GPU kernels' limits (values are not read: they stay on the device).
+void check_gpu_args(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
+                    const Tensor& out, const Tensor* scratch, const Device& d) {
+#if defined(HF_GPU_KERNELS)
+  require(spec.head_dim % 2 == 0 && spec.head_dim <= gpu::kMaxAttentionHeadDim,
+          "head_dim " + str(spec.head_dim) + " must be even and at most " + str(gpu::kMaxAttentionHeadDim) +
+              " on a GPU");
+  require(batch.num_seqs <= 65535 && spec.heads <= 65535, "at most 65535 sequences and heads per launch on a GPU");
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &out, &cache.k, &cache.v})
+    require(reinterpret_cast<uintptr_t>(t->raw_data()) % 16 == 0, "GPU tensors must be 16-byte aligned");
+  const int64_t need = gpu::paged_attention_scratch_elems(batch, spec);
+  if (need > 0)
+    require(scratch && scratch->defined() && scratch->dtype() == DType::kF32 && scratch->device() == d &&
+                scratch->numel() >= need,
+            "scratch must be F32 on " + d.str() + " with at least " + str(need) + " elements");
+#else
+  (void)q, (void)batch, (void)cache, (void)spec, (void)out, (void)scratch, (void)d;
+#endif
+}
+
 }  // namespace
 
 int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec, const Device& device) {
@@ -155,21 +176,39 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
     cpu::paged_attention(q, batch, cache, spec, out);
     return;
   }
-#if defined(HF_GPU_KERNELS)
-  require(spec.head_dim % 2 == 0 && spec.head_dim <= gpu::kMaxAttentionHeadDim,
-          "head_dim " + str(spec.head_dim) + " must be even and at most " + str(gpu::kMaxAttentionHeadDim) +
-              " on a GPU");
-  require(batch.num_seqs <= 65535 && spec.heads <= 65535, "at most 65535 sequences and heads per launch on a GPU");
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &out, &cache.k, &cache.v})
-    require(reinterpret_cast<uintptr_t>(t->raw_data()) % 16 == 0, "GPU tensors must be 16-byte aligned");
-  const int64_t need = gpu::paged_attention_scratch_elems(batch, spec);
-  if (need > 0)
-    require(scratch && scratch->defined() && scratch->dtype() == DType::kF32 && scratch->device() == d &&
-                scratch->numel() >= need,
-            "scratch must be F32 on " + d.str() + " with at least " + str(need) + " elements");
+  check_gpu_args(q, batch, cache, spec, out, scratch, d);
   if (batch.num_tokens == 0) return;
-#endif
   return HF_ON_GPU(kOp, d, gpu::paged_attention(q, batch, cache, spec, out, scratch));
+}
+
+namespace {
+// HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1 runs the two ops (for A/B measurements).
+bool fused_qkv_attention_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION");
+    return !(v && *v && *v != '0');
+  }();
+  return enabled;
+}
+}  // namespace
+
+void qkv_rope_paged_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                              const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
+                              const AttentionSpec& spec, PagedKVLayer& cache, Tensor& q_out, Tensor& out,
+                              Tensor* scratch) {
+#if defined(HF_GPU_KERNELS)
+  if (!qkv.device().is_cpu() && fused_qkv_attention_enabled() && gpu::qkv_rope_attention_fusable(batch)) {
+    // Exactly the checks of the two ops; q_out is left untouched.
+    check_qkv_rope_write(qkv, q_norm, k_norm, inv_freq, batch, spec.heads, spec.kv_heads, cache, q_out);
+    const Device d = check_shapes(q_out, batch, cache, spec, out);
+    check_gpu_args(q_out, batch, cache, spec, out, scratch, d);
+    return gpu::qkv_rope_paged_attention_decode(qkv, q_norm, k_norm, eps, inv_freq, attention_scaling, batch, spec,
+                                                cache, out, scratch);
+  }
+#endif
+  qkv_rope_write(qkv, q_norm, k_norm, eps, inv_freq, attention_scaling, batch, spec.heads, spec.kv_heads, spec.dtype,
+                 cache, q_out);
+  paged_attention(q_out, batch, cache, spec, out, scratch);
 }
 
 }  // namespace hipformers::kernels

@@ -37,6 +37,7 @@
 #include "backend.h"
 #include "gpu/gpu_types.h"
 #include "gpu/launch.h"
+#include "gpu/qk_norm_rope.h"
 
 namespace hipformers::kernels::gpu {
 namespace {
@@ -91,12 +92,27 @@ template <typename T, int kVec> __device__ __forceinline__ void load_vec(const T
 // kLanes lanes share one key row, each loading kVec elements at a time
 // (kLanes <= 32, so a row's lanes sit in one warp of either width); kG query
 // heads per block.
-template <typename T, int kD, int kVec, int kLanes, int kG>
+//
+// kFused: q is the q|k|v projection output ([tokens, (heads + 2 kv_heads) D])
+// and the kernel first does qkv_rope_write's work for its sequence: q/k norm
+// and RoPE of its query heads (into shared memory), and, in the blocks whose
+// range holds the new key (the last split), k and v of this kv head, used
+// from shared memory and written to the cache by head chunk 0.
+struct DecodeQkv {
+  const void* q_norm = nullptr;  // T [D] or null
+  const void* k_norm = nullptr;
+  void* k_pool = nullptr;  // the pools again, writable
+  void* v_pool = nullptr;
+  QkNormRope rope{};
+};
+
+template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
 __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
     const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
     float* __restrict__ partial, const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
     const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, int head_chunks,
-    int D, float scale, int window, int mode, int pages_per_split, int splits, int* __restrict__ counters) {
+    int D, float scale, int window, int mode, int pages_per_split, int splits, int* __restrict__ counters,
+    DecodeQkv fused) {
   constexpr int kChunks = kD / (kVec * kLanes);  // vectors per lane
   constexpr int kPer = kChunks * kVec;           // dims per lane
   constexpr int kRows = kDecodeThreads / kLanes; // key rows in flight
@@ -132,6 +148,38 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
   if (begin >= end) return;  // holds no visible key: not counted by the merge either
   const int lane = threadIdx.x % kLanes, rgroup = threadIdx.x / kLanes;
   const int wlane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
+
+  // kFused: the roped q heads, and the new key's k and v (as stored, T-rounded).
+  __shared__ float s_q[kFused ? kG : 1][kFused ? kD : 1];
+  __shared__ float s_kv[kFused ? 2 : 1][kFused ? kD : 1];
+  const bool has_new = kFused && end == len;  // this range holds key pos
+  if constexpr (kFused) {
+    const T* src = q + static_cast<int64_t>(row) * (heads + 2 * kv_heads) * D;
+    const T* q_norm = static_cast<const T*>(fused.q_norm);
+    const T* k_norm = static_cast<const T*>(fused.k_norm);
+    const float fpos = static_cast<float>(pos);
+    for (int task = warp; task < ng + (has_new ? 1 : 0); task += kWarps) {
+      if (task < ng)
+        norm_rope_head(src + static_cast<int64_t>(h0 + task) * D, q_norm, fused.rope, fpos, wlane,
+                       [&](int i, float v) { s_q[task][i] = stored_as<T>(v); });
+      else
+        norm_rope_head(src + static_cast<int64_t>(heads + g) * D, k_norm, fused.rope, fpos, wlane,
+                       [&](int i, float v) { s_kv[0][i] = stored_as<T>(v); });
+    }
+    if (has_new)
+      for (int d = threadIdx.x; d < D; d += kDecodeThreads) s_kv[1][d] = load(src + static_cast<int64_t>(heads + kv_heads + g) * D + d);
+    __syncthreads();
+    if (has_new && chunk == 0) {  // the cache write (the other chunks' blocks use s_kv alone)
+      const int64_t at = ((static_cast<int64_t>(table[pos / kPage]) * kv_heads + g) * kPage + pos % kPage) * D;
+      T* kw = static_cast<T*>(fused.k_pool) + at;
+      T* vw = static_cast<T*>(fused.v_pool) + at;
+      for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
+        store(kw + d, s_kv[0][d]);
+        store(vw + d, s_kv[1][d]);
+      }
+    }
+  }
 
   float qr[kG][kPer], acc[kG][kPer];
 #pragma unroll
@@ -140,7 +188,10 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
     for (int c = 0; c < kChunks; ++c) {
       const int d0 = (c * kLanes + lane) * kVec;
       float v[kVec];
-      if (gg < ng && d0 < D) load_vec<T, kVec>(q + (static_cast<int64_t>(row) * heads + h0 + gg) * D + d0, v);
+      if (kFused && gg < ng && d0 < D)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = s_q[kFused ? gg : 0][kFused ? d0 + e : 0];
+      else if (gg < ng && d0 < D) load_vec<T, kVec>(q + (static_cast<int64_t>(row) * heads + h0 + gg) * D + d0, v);
       else
 #pragma unroll
         for (int e = 0; e < kVec; ++e) v[e] = 0.0f;
@@ -158,7 +209,6 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
     l[gg] = 0.0f;
   }
 
-  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
   for (int ts = begin / kPage * kPage; ts < end; ts += kPage) {
     const int64_t base = (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
     const T* kb = kpool + base;
@@ -176,7 +226,10 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) {
           const int d0 = (c * kLanes + lane) * kVec;
-          if (valid && d0 < D) load_vec<T, kVec>(kb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
+          if (has_new && key == pos && d0 < D)
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = s_kv[0][kFused ? d0 + e : 0];
+          else if (valid && d0 < D) load_vec<T, kVec>(kb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
           else
 #pragma unroll
             for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;
@@ -246,7 +299,10 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) {
           const int d0 = (c * kLanes + lane) * kVec;
-          if (valid && d0 < D) load_vec<T, kVec>(vb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
+          if (has_new && key == pos && d0 < D)
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = s_kv[1][kFused ? d0 + e : 0];
+          else if (valid && d0 < D) load_vec<T, kVec>(vb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
           else
 #pragma unroll
             for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;  // masked rows add 0 * 0
@@ -830,35 +886,42 @@ struct Args {
   float scale;
 };
 
+// fused: null for plain decode, else the q|k|v prologue (kFused).
 template <typename T, int kD, int kVec, int kLanes>
 void launch_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, float* partial, const DecodePlan& p,
-                   int num_seqs, gpuStream_t s) {
+                   int num_seqs, const DecodeQkv* fused, gpuStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(a.kv_heads * p.head_chunks),
                   static_cast<unsigned>(num_seqs));
   // The merge counters follow the partials in the scratch.
   int* counters = p.splits > 1 ? reinterpret_cast<int*>(partial + partial_elems(num_seqs, a.heads, a.D, p)) : nullptr;
+  const DecodeQkv qkv = fused ? *fused : DecodeQkv{};
   auto go = [&](auto kernel) {
     launch_dependent(kernel, grid, dim3(kDecodeThreads), 0, s, q, kp, vp, out, partial, a.query_start, a.seq_lens,
                      a.block_table, a.table_stride, a.heads, a.kv_heads, a.group, p.head_chunks, a.D, a.scale,
-                     a.window, a.mode, p.pages_per_split, p.splits, counters);
+                     a.window, a.mode, p.pages_per_split, p.splits, counters, qkv);
   };
-  switch (p.kG) {
-    case 1: go(paged_decode_kernel<T, kD, kVec, kLanes, 1>); break;
-    case 2: go(paged_decode_kernel<T, kD, kVec, kLanes, 2>); break;
-    case 4: go(paged_decode_kernel<T, kD, kVec, kLanes, 4>); break;
-    default: go(paged_decode_kernel<T, kD, kVec, kLanes, 8>); break;
-  }
+  auto by_group = [&](auto fused_tag) {
+    constexpr bool kF = decltype(fused_tag)::value;
+    switch (p.kG) {
+      case 1: go(paged_decode_kernel<T, kD, kVec, kLanes, 1, kF>); break;
+      case 2: go(paged_decode_kernel<T, kD, kVec, kLanes, 2, kF>); break;
+      case 4: go(paged_decode_kernel<T, kD, kVec, kLanes, 4, kF>); break;
+      default: go(paged_decode_kernel<T, kD, kVec, kLanes, 8, kF>); break;
+    }
+  };
+  if (fused) by_group(std::true_type{});
+  else by_group(std::false_type{});
 }
 
 template <typename T>
 void run_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, float* partial, const PagedBatch& batch,
-                const AttentionSpec& spec, gpuStream_t s) {
+                const AttentionSpec& spec, const DecodeQkv* fused, gpuStream_t s) {
   const DecodePlan p = decode_plan(batch, spec);
   const int n = static_cast<int>(batch.num_seqs);
   constexpr int kVec16 = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
-  if (a.D == 64) launch_decode<T, 64, kVec16, 64 / kVec16>(a, q, kp, vp, out, partial, p, n, s);
-  else if (a.D == 128) launch_decode<T, 128, kVec16, 128 / kVec16>(a, q, kp, vp, out, partial, p, n, s);
-  else launch_decode<T, 256, 2, 32>(a, q, kp, vp, out, partial, p, n, s);  // any even head_dim
+  if (a.D == 64) launch_decode<T, 64, kVec16, 64 / kVec16>(a, q, kp, vp, out, partial, p, n, fused, s);
+  else if (a.D == 128) launch_decode<T, 128, kVec16, 128 / kVec16>(a, q, kp, vp, out, partial, p, n, fused, s);
+  else launch_decode<T, 256, 2, 32>(a, q, kp, vp, out, partial, p, n, fused, s);  // any even head_dim
   check_launch("paged_attention (decode)");
 }
 
@@ -932,10 +995,8 @@ int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSp
   return partial_elems(batch.num_seqs, spec.heads, spec.head_dim, p) + counter_elems(batch.num_seqs, spec.kv_heads, p);
 }
 
-void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
-                     Tensor& out, Tensor* scratch) {
-  if (batch.num_tokens == 0 || batch.num_seqs == 0) return;
-  gpuStream_t s = stream_for(q.device().index);
+namespace {
+Args make_args(const PagedBatch& batch, const AttentionSpec& spec) {
   Args a{};
   a.query_start = static_cast<const int32_t*>(batch.query_start.raw_data());
   a.seq_lens = static_cast<const int32_t*>(batch.seq_lens.raw_data());
@@ -948,6 +1009,15 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
   a.window = spec.sliding_window ? static_cast<int>(std::min<int64_t>(*spec.sliding_window, INT_MAX)) : 0;
   a.mode = round_mode(spec.dtype);
   a.scale = spec.scale;
+  return a;
+}
+}  // namespace
+
+void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
+                     Tensor& out, Tensor* scratch) {
+  if (batch.num_tokens == 0 || batch.num_seqs == 0) return;
+  gpuStream_t s = stream_for(q.device().index);
+  const Args a = make_args(batch, spec);
   float* partial = scratch && scratch->defined() ? static_cast<float*>(scratch->mutable_raw_data()) : nullptr;
   dispatch_float(q.dtype(), [&](auto tag) {
     using E = decltype(tag);
@@ -955,8 +1025,30 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
     const E* kp = static_cast<const E*>(cache.k.raw_data());
     const E* vp = static_cast<const E*>(cache.v.raw_data());
     E* op = static_cast<E*>(out.mutable_raw_data());
-    if (is_decode(batch)) run_decode<E>(a, qp, kp, vp, op, partial, batch, spec, s);
+    if (is_decode(batch)) run_decode<E>(a, qp, kp, vp, op, partial, batch, spec, nullptr, s);
     else run_prefill<E>(a, qp, kp, vp, op, batch, s);
+  });
+}
+
+bool qkv_rope_attention_fusable(const PagedBatch& batch) { return is_decode(batch) && batch.num_seqs > 0; }
+
+void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
+                                     const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch) {
+  gpuStream_t s = stream_for(qkv.device().index);
+  const Args a = make_args(batch, spec);
+  float* partial = scratch && scratch->defined() ? static_cast<float*>(scratch->mutable_raw_data()) : nullptr;
+  DecodeQkv fused;
+  fused.q_norm = q_norm.defined() ? q_norm.raw_data() : nullptr;
+  fused.k_norm = k_norm.defined() ? k_norm.raw_data() : nullptr;
+  fused.k_pool = cache.k.mutable_raw_data();
+  fused.v_pool = cache.v.mutable_raw_data();
+  fused.rope = qk_norm_rope_args(inv_freq, spec.head_dim, eps, attention_scaling, spec.dtype);
+  dispatch_float(qkv.dtype(), [&](auto tag) {
+    using E = decltype(tag);
+    run_decode<E>(a, static_cast<const E*>(qkv.raw_data()), static_cast<const E*>(cache.k.raw_data()),
+                  static_cast<const E*>(cache.v.raw_data()), static_cast<E*>(out.mutable_raw_data()), partial, batch,
+                  spec, &fused, s);
   });
 }
 

@@ -295,10 +295,9 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
       K.rms_norm(li == 0 ? nullptr : &branch, hidden, L.input_norm, eps, dt, normed, nullptr);
       kernels::linear(normed, L.qkv_proj, L.qkv_bias, dt, qkv);
     }
-    kernels::qkv_rope_write(qkv, L.q_norm, L.k_norm, eps, ws.inv_freq, rope_scaling, ws.batch, spec.heads,
-                            spec.kv_heads, dt, cache.layers[li], q);
     spec.sliding_window = L.sliding_window;
-    kernels::paged_attention(q, ws.batch, cache.layers[li], spec, attn, scratch);
+    kernels::qkv_rope_paged_attention(qkv, L.q_norm, L.k_norm, eps, ws.inv_freq, rope_scaling, ws.batch, spec,
+                                      cache.layers[li], q, attn, scratch);
     if (fold_norm) {
       kernels::fused_linear(attn, L.o_proj, L.o_bias, dt, fusion(nullptr, false, &hidden), proj);
     } else {

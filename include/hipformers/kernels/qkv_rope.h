@@ -24,4 +24,19 @@ void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
                     int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
 
+// qkv_rope_write(..., q_out) then paged_attention(q_out, ..., out, scratch),
+// with the same results bit for bit. On a GPU, for a decode batch (every
+// sequence brings one token), one kernel does both: each attention block
+// norms and rotates its own query heads, and the blocks whose key range
+// holds the new token also its key, in their prologue, using the new k/v
+// from shared memory and writing them to the cache (q_out is not written).
+// That saves a launch and a round trip through memory per layer and step.
+// Elsewhere (CPU, prefill, or HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1) the
+// two ops run in turn. spec.heads / kv_heads / dtype stand for the
+// arguments qkv_rope_write takes separately.
+void qkv_rope_paged_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
+                              const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
+                              const AttentionSpec& spec, PagedKVLayer& cache, Tensor& q_out, Tensor& out,
+                              Tensor* scratch);
+
 }  // namespace hipformers::kernels

@@ -97,12 +97,29 @@ template <> struct Storage<gpu_half> {
 };
 template <typename T> __device__ __forceinline__ float load(const T* p) { return Storage<T>::load(p); }
 template <typename T> __device__ __forceinline__ void store(T* p, float v) { Storage<T>::store(p, v); }
+// v as a T would hold it after store().
+template <typename T> __device__ __forceinline__ float stored_as(float v) {
+  T t;
+  store(&t, v);
+  return load(&t);
+}
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) {
 #if defined(HIPFORMERS_WITH_CUDA)
   return __shfl_xor_sync(0xffffffffu, v, mask, kWarp);
 #else
   return __shfl_xor(v, mask, kWarp);
+#endif
+}
+
+// Orders the warp's shared-memory accesses before the call against those
+// after it (a wavefront's LDS accesses are processed in order on AMD, so
+// there it only has to stop the compiler from moving them).
+__device__ __forceinline__ void warp_sync() {
+#if defined(HIPFORMERS_WITH_CUDA)
+  __syncwarp();
+#else
+  __builtin_amdgcn_wave_barrier();
 #endif
 }
 

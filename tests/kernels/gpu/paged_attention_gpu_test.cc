@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -24,6 +25,8 @@
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/attention.h"
 #include "hipformers/kernels/paged_attention.h"
+#include "hipformers/kernels/qkv_rope.h"
+#include "hipformers/kernels/rotary.h"
 
 namespace hipformers::testing {
 namespace {
@@ -309,6 +312,81 @@ TEST_F(GpuPagedAttentionTest, SplitKWithLengthsBelowTheLaunchBound) {
     const k::AttentionSpec win = make_spec(8, 4, 64, std::optional<int64_t>{300}, dt);
     vs_cpu(build(win, {{2000, 1}, {10, 1}, {301, 1}}, 8192), "decode below bound 8192 " + describe(win));
   }
+}
+
+// qkv_rope_paged_attention: the fused decode kernel (q/k norm + RoPE + cache
+// write in the attention prologue) against the two ops it replaces, on the
+// GPU (bit for bit in 16-bit storage; F32 may differ by fma contraction) and
+// against the CPU (which runs the two ops).
+TEST_F(GpuPagedAttentionTest, FusedQkvDecodeMatchesTheTwoOps) {
+  struct Case {
+    int64_t heads, kv_heads, D;
+    std::optional<int64_t> window;
+    bool norm;
+    int64_t bound;  // max_seq_len launch bound (0: exact)
+  };
+  const std::vector<SeqShape> seqs = {{1, 1}, {64, 1}, {65, 1}, {300, 1}, {4000, 1}};
+  const Case cases[] = {{16, 8, 128, std::nullopt, true, 0},   {16, 8, 128, std::nullopt, true, 8192},
+                        {32, 2, 128, 700, true, 8192},         {8, 1, 64, std::nullopt, false, 0},
+                        {12, 4, 80, std::nullopt, true, 4096}, {4, 4, 256, 100, false, 0}};
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+    for (const Case& c : cases) {
+      const k::AttentionSpec spec = make_spec(c.heads, c.heads / c.kv_heads, c.D, c.window, dt);
+      const std::string what = "fused qkv decode " + describe(spec) + (c.norm ? " norm" : "") + " bound " +
+                               std::to_string(c.bound);
+      Paged p = build(spec, seqs, c.bound);
+      const int64_t B = p.host_batch.num_seqs, H = c.heads, KV = c.kv_heads, D = c.D;
+      k::RopeSpec rope;
+      rope.theta = 1000000.0;
+      rope.head_dim = D;
+      const k::RopeFrequencies freqs = k::rope_frequencies(rope);
+      Tensor inv_host = Tensor::empty({D / 2}, DType::kF32);
+      std::copy(freqs.inv_freq.begin(), freqs.inv_freq.end(), inv_host.mutable_data<float>());
+      Tensor inv_gpu = inv_host.to(test_gpu());
+      Tensor qkv = rnd({B, (H + 2 * KV) * D}, dt);
+      Tensor qn = c.norm ? rnd({D}, dt) : Tensor(), kn = c.norm ? rnd({D}, dt) : Tensor();
+      Tensor gqn = c.norm ? to_gpu(qn, dt) : Tensor(), gkn = c.norm ? to_gpu(kn, dt) : Tensor();
+      const int64_t need = k::paged_attention_scratch_elems(p.gpu_batch, spec, test_gpu());
+      auto run = [&](bool fused, k::PagedKVLayer& cache) {
+        Tensor scratch = need > 0 ? zeroed_scratch(need) : Tensor();
+        Tensor q = poisoned({B, H * D}, dt), out = poisoned({B, H * D}, dt);
+        if (fused)
+          k::qkv_rope_paged_attention(to_gpu(qkv, dt), gqn, gkn, 1e-6, inv_gpu, freqs.attention_scaling, p.gpu_batch,
+                                      spec, cache, q, out, need > 0 ? &scratch : nullptr);
+        else {
+          k::qkv_rope_write(to_gpu(qkv, dt), gqn, gkn, 1e-6, inv_gpu, freqs.attention_scaling, p.gpu_batch, H, KV, dt,
+                            cache, q);
+          k::paged_attention(q, p.gpu_batch, cache, spec, out, need > 0 ? &scratch : nullptr);
+        }
+        return to_host_f32(out);
+      };
+      k::PagedKVLayer two{to_gpu(p.host_cache.k, dt), to_gpu(p.host_cache.v, dt)};
+      k::PagedKVLayer one{to_gpu(p.host_cache.k, dt), to_gpu(p.host_cache.v, dt)};
+      const Tensor want = run(false, two), got = run(true, one);
+      // CPU: the two ops.
+      k::PagedKVLayer host{p.host_cache.k.clone(), p.host_cache.v.clone()};
+      Tensor host_q = Tensor::empty({B, H * D}, DType::kF32), host_out = Tensor::empty({B, H * D}, DType::kF32);
+      k::qkv_rope_paged_attention(qkv, qn, kn, 1e-6, inv_host, freqs.attention_scaling, p.host_batch, spec, host,
+                                  host_q, host_out, nullptr);
+      const double err_cpu = rel_error(got, host_out);
+      print_header();
+      std::printf("| %s | CPU two ops | %s | %.2e | %.0e |\n", what.c_str(), dtype_torch_name(dt), err_cpu, limit(dt));
+      EXPECT_LE(err_cpu, limit(dt)) << what;
+      auto same = [&](const Tensor& a, const Tensor& b, const std::string& name) {
+        ASSERT_EQ(a.numel(), b.numel());
+        int64_t bad = 0;
+        for (int64_t i = 0; i < a.numel(); ++i) {
+          const float x = a.data<float>()[i], y = b.data<float>()[i];
+          const bool equal = dt == DType::kF32 ? (std::isnan(x) && std::isnan(y)) || std::abs(x - y) <= 1e-5f * (1 + std::abs(y))
+                                               : std::memcmp(&x, &y, sizeof(float)) == 0;
+          if (!equal && bad++ < 5) ADD_FAILURE() << what << " " << name << " element " << i << ": " << x << " vs " << y;
+        }
+        EXPECT_EQ(bad, 0) << what << " " << name;
+      };
+      same(got, want, "out vs the two GPU ops");
+      same(to_host_f32(one.k), to_host_f32(two.k), "k pool");
+      same(to_host_f32(one.v), to_host_f32(two.v), "v pool");
+    }
 }
 
 TEST_F(GpuPagedAttentionTest, RejectsTooSmallScratch) {

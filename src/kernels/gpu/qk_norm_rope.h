@@ -1,0 +1,80 @@
+// One attention head's q/k RMSNorm (Qwen3; optional) and rotary embedding,
+// computed by one warp. Shared by qkv_rope_write (qkv_rope_gpu.cu) and the
+// decode attention kernel that does the same work in its prologue
+// (paged_attention_gpu.cu), so the two paths agree bit for bit.
+//
+// Math, for x = the head's D values and half = D / 2:
+//   n_i   = round(w_i * round(x_i / sqrt(mean(x^2) + eps)))   (as rms_norm, then stored as T)
+//   out_i        = round(round(n_i c) - round(n_{i+half} s))
+//   out_{i+half} = round(round(n_{i+half} c) + round(n_i s))
+// with c = round(cos(pos f_i) scaling), s = sign round(sin(pos f_i) scaling),
+// as rope_kernel computes them. The norm's sum reproduces rms_norm_kernel's
+// reduction order for a row of D (norm_threads virtual threads, per-warp
+// sums added in warp order).
+#pragma once
+
+#include "gpu_types.h"
+#include "hipformers/core/tensor.h"
+
+namespace hipformers::kernels::gpu {
+
+struct QkNormRope {
+  const float* inv_freq;  // [D / 2]
+  int head_dim;
+  int norm_threads;  // rms_norm's blockDim for a row of head_dim (norm_threads_for)
+  float eps, scaling, sign;
+  int mode;  // round_mode(dtype)
+};
+
+// The block size rms_norm() launches for a row of d values.
+inline int norm_threads_for(int64_t d) { return d >= 1024 ? 1024 : d >= 256 ? 256 : 64; }
+
+// inv_freq: F32 [head_dim / 2] on the device (qkv_rope.h).
+inline QkNormRope qk_norm_rope_args(const Tensor& inv_freq, int64_t head_dim, double eps, float attention_scaling,
+                                    DType dtype) {
+  QkNormRope a{};
+  a.inv_freq = static_cast<const float*>(inv_freq.raw_data());
+  a.head_dim = static_cast<int>(head_dim);
+  a.norm_threads = norm_threads_for(head_dim);
+  a.eps = static_cast<float>(eps);
+  a.scaling = attention_scaling;
+  a.sign = 1.0f;
+  a.mode = round_mode(dtype);
+  return a;
+}
+
+// out(i, v) receives every output element i in [0, D) once, v already
+// rounded to the dtype (the caller stores it as T). w: the norm weight or
+// null (no norm).
+template <typename T, typename Out>
+__device__ __forceinline__ void norm_rope_head(const T* src, const T* w, const QkNormRope& a, float pos, int lane,
+                                               Out out) {
+  const int D = a.head_dim, half = D / 2, mode = a.mode;
+  float inv = 0;
+  if (w) {
+    float total = 0;
+    for (int vw = 0; vw * kWarp < a.norm_threads; ++vw) {
+      float sum = 0;
+      for (int i = vw * kWarp + lane; i < D; i += a.norm_threads) {
+        const float v = load(src + i);
+        sum += v * v;
+      }
+      total += warp_sum(sum);
+    }
+    inv = 1.0f / sqrtf(total / static_cast<float>(D) + a.eps);
+  }
+  for (int i = lane; i < half; i += kWarp) {
+    float x0 = load(src + i), x1 = load(src + i + half);
+    if (w) {  // rms_norm's output, then what storing it as T keeps
+      x0 = round_to(round_to(load(w + i) * round_to(x0 * inv, mode), mode), Storage<T>::kMode);
+      x1 = round_to(round_to(load(w + i + half) * round_to(x1 * inv, mode), mode), Storage<T>::kMode);
+    }
+    const float angle = a.inv_freq[i] * pos;
+    const float c = round_to(cosf(angle) * a.scaling, mode);
+    const float s = a.sign * round_to(sinf(angle) * a.scaling, mode);
+    out(i, round_to(round_to(x0 * c, mode) + round_to(-x1 * s, mode), mode));
+    out(i + half, round_to(round_to(x1 * c, mode) + round_to(x0 * s, mode), mode));
+  }
+}
+
+}  // namespace hipformers::kernels::gpu
