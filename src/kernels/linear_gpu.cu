@@ -14,7 +14,9 @@
 // device before capturing (a warm-up step does). A plan miss itself is host
 // work only, but an eager call per shape before capture keeps the heuristic
 // query out of the captured step as well.
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
+#include "gpu/gemv.h"
 #include "gpu/launch.h"
 #include "gpu/vec16.h"
 
@@ -99,271 +102,18 @@ __global__ void round_kernel(float* y, int64_t n, int mode) {
 }
 #endif
 
-// ---- GEMV: rows <= kGemvMaxRows ------------------------------------------
-//
-// Layout. A warp owns kGemvFeatures (R = 4) weight rows; its lanes split the
-// in dimension in 16-byte vectors of W (8 bf16/f16 or 4 f32 values), lane l
-// taking vectors l, l + S*warp, ... A block is 256 threads; with split S > 1
-// the S warps of a group split K further (vectors s*warp + l, ...) and their
-// sums meet in shared memory. S grows (1, 2, 4, 8) while the grid has fewer
-// than ~24 warps per SM and every lane keeps at least one vector, so small
-// out (1024) still fills the GPU. x rows (at most 8) are read as vectors
-// through L1 (they are tiny and shared by all warps); each W vector is
-// converted once and used for every row: acc[row][feature] in fp32 (fmaf).
-// The R x ROWS sums leave the warp by a halving butterfly (N - 1 shuffles
-// for N sums instead of N log2(warp)). Bias is added before the single
-// rounding (round_to(mode), then the storage rounding), as the tiled kernel
-// does. Unaligned W/x or in % (16 / sizeof(T)) != 0 take the same kernel
-// with scalar loads.
-//
-// Latency. In a decode step this kernel is one of a chain of short kernels
-// launched dependent (gpu/launch.h). Weights depend on no earlier kernel, so
-// a warp loads its first U x R weight vectors into registers (and asks L2
-// for the rest of its slice) before grid_dependency_wait(), and lets the
-// next kernel be scheduled at once: while the previous kernel finishes,
-// this one's weights are already on their way. Later chunks are double
-// buffered (the next chunk's loads are issued before the current one is
-// used).
-//
-// Output. kOutputPlain: feature f of the warp is weight row 4g + f. With
-// kOutputSwiGLU the weight is [gate; up] (2 * out rows) and the warp's rows
-// are gate c, c + 1 and up c, c + 1 for c = 2g; the epilogue stores
-// round(round(silu(g)) * u) of the rounded projections, as
-// silu_and_mul_packed would on the stored gate|up.
-constexpr int kGemvThreads = 256;
-constexpr int kGemvFeatures = 4;
-
-template <typename T, bool kVec> struct GemvIO;
-template <typename T> struct GemvIO<T, true> {
-  static constexpr int V = kVec16<T>;
-  using Raw = uint4;
-  __device__ __forceinline__ static Raw load_w(const T* p) {
-#if defined(HIPFORMERS_WITH_CUDA)
-    return __ldcs(reinterpret_cast<const uint4*>(p));
-#else
-    return *reinterpret_cast<const uint4*>(p);
-#endif
-  }
-  __device__ __forceinline__ static Raw load_x(const T* p) {
-#if defined(HIPFORMERS_WITH_CUDA)
-    return __ldg(reinterpret_cast<const uint4*>(p));
-#else
-    return *reinterpret_cast<const uint4*>(p);
-#endif
-  }
-  __device__ __forceinline__ static float get(const Raw& r, int e) { return vec16_get<T>(r, e); }
-};
-template <typename T> struct GemvIO<T, false> {
-  static constexpr int V = 1;
-  using Raw = float;
-  __device__ __forceinline__ static Raw load_w(const T* p) { return load(p); }
-  __device__ __forceinline__ static Raw load_x(const T* p) { return load(p); }
-  __device__ __forceinline__ static float get(const Raw& r, int) { return r; }
-};
-
-// Sums acc[0..n) over the warp's lanes: each halving step (lanes at
-// distance `off`) keeps half of the values, so after log2(n) steps a lane
-// holds one sum, that of index `idx`; the remaining steps add plainly.
-template <int n, int off> __device__ __forceinline__ void butterfly_sum(float* acc, int lane, int& idx) {
-  if constexpr (off > 0) {
-    if constexpr (n > 1) {
-      constexpr int half = n / 2;
-      const bool upper = (lane & off) != 0;
-#pragma unroll
-      for (int i = 0; i < half; ++i) {
-        const float send = upper ? acc[i] : acc[i + half];
-        const float keep = upper ? acc[i + half] : acc[i];
-        acc[i] = keep + shfl_xor(send, off);
-      }
-      if (upper) idx += half;
-      butterfly_sum<half, off / 2>(acc, lane, idx);
-    } else {
-      acc[0] += shfl_xor(acc[0], off);
-      butterfly_sum<1, off / 2>(acc, lane, idx);
-    }
-  }
-}
-
-// v as the storage type holds it after round_to(mode) and store().
-template <typename T> __device__ __forceinline__ float stored(float v, int mode) {
-  T t;
-  store(&t, round_to(v, mode));
-  return load(&t);
-}
-
-// y[r, c] = v (+ bias), then the residual update.
-template <typename T>
-__device__ __forceinline__ void gemv_store(T* y, float v, int r, int64_t c, int64_t out_f, int mode, T* residual) {
-  T* out = y + r * out_f + c;
-  store(out, round_to(v, mode));
-  if (residual) {  // add_rms_norm's residual update: round(y as stored + residual)
-    T* res = residual + r * out_f + c;
-    store(res, round_to(load(out) + load(res), mode));
-  }
-}
-
-// What the GEMV folds into its input and output (fused_linear, linear.h).
-enum GemvInput : int { kInputPlain = 0, kInputNorm = 1 };
-enum GemvOutput : int { kOutputPlain = 0, kOutputSwiGLU = 1 };
-
-struct GemvFusion {
-  const void* norm_w = nullptr;  // kInputNorm
-  float eps = 0;
-  void* residual = nullptr;      // residual = round(residual + y) after y is stored
-};
-
-// rms_norm(x) * norm_w for the block's rows into shared memory (rows * in
-// values of T, rounded exactly as the rms_norm kernel stores them).
-template <typename T>
-__device__ __forceinline__ void gemv_norm_input(const T* __restrict__ x, T* xs, int rows, int64_t in_f,
-                                                const GemvFusion& fusion, int mode) {
-  __shared__ float scratch[kMaxWarps];
-  const T* nw = static_cast<const T*>(fusion.norm_w);
-  for (int r = 0; r < rows; ++r) {
-    const T* xr = x + static_cast<int64_t>(r) * in_f;
-    float sum = 0;
-    for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) {
-      const float v = load(xr + i);
-      sum += v * v;
-    }
-    sum = block_sum(sum, scratch);
-    const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
-    for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x)
-      store(xs + r * in_f + i, round_to(load(nw + i) * round_to(load(xr + i) * inv, mode), mode));
-  }
-  __syncthreads();
-}
-
-// out_f: output features (for kOutputSwiGLU, half the weight's rows).
+// ---- GEMV: rows <= kGemvMaxRows (gpu/gemv.h) --------------------------------
+// One GemvBlock per block. Weights depend on no earlier kernel, so the
+// block's first chunk goes into registers and the rest of its slice into L2
+// before it lets the next kernel be scheduled and waits for its input.
 template <typename T, int ROWS, bool kVec, int kInput, int kOutput>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
-                                                            const T* __restrict__ bias, T* __restrict__ y, int rows,
-                                                            int64_t out_f, int64_t in_f, int split, int mode,
-                                                            GemvFusion fusion) {
-  using IO = GemvIO<T, kVec>;
-  using Raw = typename IO::Raw;
-  constexpr int R = kGemvFeatures, V = IO::V, N = ROWS * R;
-  constexpr int U = ROWS <= 2 ? 2 : 1;  // vectors per feature in flight per lane
-  constexpr bool kSwiGLU = kOutput == kOutputSwiGLU;
-  static_assert(N <= kWarp, "one sum per lane after the butterfly");
-  __shared__ float partial[kGemvThreads / kWarp][N];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int groups = (kGemvThreads / kWarp) / split;  // feature groups per block
-  const int64_t group = static_cast<int64_t>(blockIdx.x) * groups + warp / split;
-  const int s = warp % split;
-  const T* wrow[R];
-#pragma unroll
-  for (int f = 0; f < R; ++f) {
-    int64_t wr;
-    if constexpr (kSwiGLU) {
-      const int64_t c = group * 2 + f % 2 < out_f ? group * 2 + f % 2 : out_f - 1;
-      wr = f < 2 ? c : out_f + c;
-    } else {
-      wr = group * R + f < out_f ? group * R + f : out_f - 1;
-    }
-    wrow[f] = w + wr * in_f;
-  }
-  const int64_t nv = in_f / V, step = static_cast<int64_t>(split) * kWarp, chunk = step * U;
-  const int64_t j0 = static_cast<int64_t>(s) * kWarp + lane;
-  auto load_chunk = [&](Raw (&wv)[U][R], int64_t j) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int f = 0; f < R; ++f) wv[u][f] = j + u * step < nv ? IO::load_w(wrow[f] + (j + u * step) * V) : Raw{};
-  };
-  // Weights depend on no earlier kernel: the first chunk into registers, the
-  // rest of the slice into L2 (one prefetch per 128-byte line), then let the
-  // next kernel be scheduled, and only then wait for the input.
-  Raw wv[U][R];
-  load_chunk(wv, j0);
-  for (int64_t j = j0 + chunk; j < nv; j += step)
-    if ((j * V * static_cast<int64_t>(sizeof(T))) % 128 < static_cast<int64_t>(V * sizeof(T)))
-#pragma unroll
-      for (int f = 0; f < R; ++f) prefetch_l2(wrow[f] + j * V);
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs<T> args) {
+  GemvBlock<T, ROWS, kVec, kInput, kOutput> g(args, blockIdx.x, gridDim.x);
+  g.load_first();
+  g.prefetch_l2(true);
   allow_dependents();
   grid_dependency_wait();  // launched dependent (gpu/launch.h)
-  const T* xbase = x;
-  if constexpr (kInput == kInputNorm) {
-    extern __shared__ uint4 fused_x[];
-    T* xs = reinterpret_cast<T*>(fused_x);
-    gemv_norm_input<T>(x, xs, rows, in_f, fusion, mode);
-    xbase = xs;
-  }
-  const T* xrow[ROWS];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) xrow[r] = xbase + static_cast<int64_t>(r < rows ? r : rows - 1) * in_f;
-  float acc[N];
-#pragma unroll
-  for (int i = 0; i < N; ++i) acc[i] = 0.0f;
-  for (int64_t j = j0; j < nv; j += chunk) {
-    Raw cur[U][R];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int f = 0; f < R; ++f) cur[u][f] = wv[u][f];
-    if (j + chunk < nv) load_chunk(wv, j + chunk);  // in flight while this chunk is used
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t jj = j + u * step;
-      if (jj >= nv) break;
-      float wf[R][V];
-#pragma unroll
-      for (int f = 0; f < R; ++f)
-#pragma unroll
-        for (int e = 0; e < V; ++e) wf[f][e] = IO::get(cur[u][f], e);
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        Raw xv;
-        if constexpr (kInput != kInputPlain && kVec) xv = *reinterpret_cast<const uint4*>(xrow[r] + jj * V);
-        else if constexpr (kInput != kInputPlain) xv = load(xrow[r] + jj * V);
-        else xv = IO::load_x(xrow[r] + jj * V);
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          const float xe = IO::get(xv, e);
-#pragma unroll
-          for (int f = 0; f < R; ++f) acc[r * R + f] = fmaf(xe, wf[f][e], acc[r * R + f]);
-        }
-      }
-    }
-  }
-  int idx = 0;
-  butterfly_sum<N, kWarp / 2>(acc, lane, idx);
-  const bool holder = lane % (kWarp / N) == 0;  // lanes holding distinct sums
-  T* residual = static_cast<T*>(fusion.residual);
-  if (!kSwiGLU && split == 1) {
-    const int r = idx / R;
-    const int64_t c = group * R + idx % R;
-    if (holder && r < rows && c < out_f) gemv_store(y, acc[0] + (bias ? load(bias + c) : 0.0f), r, c, out_f, mode,
-                                                    residual);
-    return;
-  }
-  if (holder) partial[warp][idx] = acc[0];
-  __syncthreads();
-  // One thread per (group, row, output feature) of the block adds the splits.
-  constexpr int kOuts = kSwiGLU ? 2 : R;  // output features per group
-  const int tid = static_cast<int>(threadIdx.x);
-  if (tid >= groups * ROWS * kOuts) return;
-  const int g = tid / (ROWS * kOuts), r = tid / kOuts % ROWS, o = tid % kOuts;
-  if (r >= rows) return;
-  auto sum_splits = [&](int i) {
-    float v = partial[g * split][i];
-    for (int q = 1; q < split; ++q) v += partial[g * split + q][i];
-    return v;
-  };
-  const int64_t grp = static_cast<int64_t>(blockIdx.x) * groups + g;
-  if constexpr (kSwiGLU) {
-    const int64_t c = grp * 2 + o;
-    if (c >= out_f) return;
-    // The projections as the unfused GEMV would have stored them.
-    const float gate = stored<T>(sum_splits(r * R + o) + (bias ? load(bias + c) : 0.0f), mode);
-    const float up = stored<T>(sum_splits(r * R + 2 + o) + (bias ? load(bias + out_f + c) : 0.0f), mode);
-    const float silu = gate / (1.0f + expf(-gate));
-    gemv_store(y, round_to(silu, mode) * up, r, c, out_f, mode, residual);
-  } else {
-    const int64_t c = grp * R + o;
-    if (c >= out_f) return;
-    gemv_store(y, sum_splits(r * R + o) + (bias ? load(bias + c) : 0.0f), r, c, out_f, mode, residual);
-  }
+  g.run();
 }
 
 // SM count and warp width per device (cached; attribute queries are host-only).
@@ -384,10 +134,32 @@ GemvDeviceInfo gemv_device_info(int device) {
   return info;
 }
 
-// Shared memory a normalised input needs (0 for a plain one).
-std::size_t gemv_fused_bytes(int input, int64_t rows, int64_t in_f, DType storage) {
-  return input == kInputPlain ? 0 : static_cast<std::size_t>(rows * in_f) * dtype_size(storage);
+// Grid shape of the GEMV. At most blocks_per_sm blocks per multiprocessor
+// (0: one block per tile): a block holds ~100 registers x 256 threads, so
+// uncapped grids fill the register file and the next kernel of a decode
+// step, launched dependent, finds no room to start loading its weights; one
+// block per SM leaves too few loads in flight. Two measured best on the
+// H200 (docs/PERFORMANCE.md). The K split grows until the tiles hold about
+// warp_tasks_per_sm warps' work per SM (gemv_split, gpu/gemv.h).
+// HIPFORMERS_GEMV_BLOCKS_PER_SM and HIPFORMERS_GEMV_WARP_TASKS_PER_SM
+// override them (for A/B measurements).
+struct GemvGrid {
+  int blocks_per_sm = 2, warp_tasks_per_sm = 24;
+};
+GemvGrid gemv_grid() {
+  static const GemvGrid grid = [] {
+    GemvGrid g;
+    auto env = [](const char* name, int& value) {
+      if (const char* v = std::getenv(name); v && *v) value = std::max(0, std::atoi(v));
+    };
+    env("HIPFORMERS_GEMV_BLOCKS_PER_SM", g.blocks_per_sm);
+    env("HIPFORMERS_GEMV_WARP_TASKS_PER_SM", g.warp_tasks_per_sm);
+    if (g.warp_tasks_per_sm < 1) g.warp_tasks_per_sm = 1;
+    return g;
+  }();
+  return grid;
 }
+
 constexpr std::size_t kGemvMaxFusedBytes = 40 << 10;  // under the 48 KiB every GPU gives without opting in
 
 void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y, int64_t rows,
@@ -396,32 +168,33 @@ void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DTyp
   const int64_t out_f = output == kOutputSwiGLU ? weight.size(0) / 2 : weight.size(0);
   const GemvDeviceInfo info = gemv_device_info(x.device().index);
   const int warps = kGemvThreads / info.warp;
-  const int64_t per_group = output == kOutputSwiGLU ? 2 : kGemvFeatures;  // output features per warp group
-  const int64_t groups = (out_f + per_group - 1) / per_group;
+  const int64_t groups = gemv_groups(out_f, output);
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) &&
                      (input != kInputPlain || aligned16(x.raw_data()));
     const int64_t nv = vec ? in_f / kVec16<T> : in_f;
-    int split = 1;
-    while (split < warps && groups * split < static_cast<int64_t>(info.sms) * 24 &&
-           nv >= static_cast<int64_t>(split) * 2 * info.warp)
-      split *= 2;
-    const int64_t per_block = warps / split;
-    const auto blocks = static_cast<unsigned>((groups + per_block - 1) / per_block);
-    const T* xp = static_cast<const T*>(x.raw_data());
-    const T* wp = static_cast<const T*>(weight.raw_data());
-    const T* bp = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
-    T* yp = static_cast<T*>(y.mutable_raw_data());
-    const int mode = round_mode(dtype);
+    const GemvGrid grid = gemv_grid();
+    GemvArgs<T> a;
+    a.split = gemv_split(groups, nv, warps, info.warp, static_cast<int64_t>(info.sms) * grid.warp_tasks_per_sm);
+    const int64_t per_block = warps / a.split;
+    const int64_t tiles = (groups + per_block - 1) / per_block;
+    const auto blocks = static_cast<unsigned>(
+        grid.blocks_per_sm > 0 ? std::min<int64_t>(tiles, static_cast<int64_t>(info.sms) * grid.blocks_per_sm) : tiles);
+    a.x = static_cast<const T*>(x.raw_data());
+    a.w = static_cast<const T*>(weight.raw_data());
+    a.bias = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
+    a.y = static_cast<T*>(y.mutable_raw_data());
+    a.rows = static_cast<int>(rows);
+    a.out_f = out_f;
+    a.in_f = in_f;
+    a.mode = round_mode(dtype);
+    a.fusion = fusion;
     const std::size_t shared = gemv_fused_bytes(input, rows, in_f, x.dtype());
     auto launch = [&](auto rows_tag, auto vec_tag) {
       constexpr int kRows = decltype(rows_tag)::value;
       constexpr bool kV = decltype(vec_tag)::value;
-      auto go = [&](auto kernel) {
-        launch_dependent(kernel, dim3(blocks), dim3(kGemvThreads), shared, s, xp, wp, bp, yp, static_cast<int>(rows),
-                         out_f, in_f, split, mode, fusion);
-      };
+      auto go = [&](auto kernel) { launch_dependent(kernel, dim3(blocks), dim3(kGemvThreads), shared, s, a); };
       if (output == kOutputSwiGLU) {
         if (input == kInputNorm) go(gemv_kernel<T, kRows, kV, kInputNorm, kOutputSwiGLU>);
         else go(gemv_kernel<T, kRows, kV, kInputPlain, kOutputSwiGLU>);

@@ -48,7 +48,7 @@ __device__ __forceinline__ void allow_dependents() {
 }
 
 // Brings the 128-byte line holding `p` into L2 without waiting for it.
-__device__ __forceinline__ void prefetch_l2(const void* p) {
+__device__ __forceinline__ void prefetch_l2_line(const void* p) {
 #if defined(HIPFORMERS_WITH_CUDA) && defined(__CUDA_ARCH__)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 #else

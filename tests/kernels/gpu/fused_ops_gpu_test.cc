@@ -292,7 +292,9 @@ TEST_F(GpuLinearTest, GemvLinearMatchesCpuForRowsUpTo8) {
     for (int64_t rows = 1; rows <= k::gpu::kGemvMaxRows; ++rows)
       for (LinearCase c : {LinearCase{0, 1024, 96, false, false}, LinearCase{0, 1000, 257, true, false},
                            LinearCase{0, 1001, 33, true, true}, LinearCase{0, 64, 5, false, true},
-                           LinearCase{0, 3072, 1024, true, false}, LinearCase{0, 8, 4099, false, false}}) {
+                           LinearCase{0, 3072, 1024, true, false}, LinearCase{0, 8, 4099, false, false},
+                           // more tiles than blocks (the grid is capped per SM): split 1 and split > 1
+                           LinearCase{0, 256, 20000, true, false}, LinearCase{0, 4096, 8192, false, false}}) {
         c.rows = rows;
         check_linear(dt, dt, c);
       }
