@@ -181,6 +181,7 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
   return HF_ON_GPU(kOp, d, gpu::paged_attention(q, batch, cache, spec, out, scratch));
 }
 
+#if defined(HF_GPU_KERNELS)
 namespace {
 // HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1 runs the two ops (for A/B measurements).
 bool fused_qkv_attention_enabled() {
@@ -191,6 +192,7 @@ bool fused_qkv_attention_enabled() {
   return enabled;
 }
 }  // namespace
+#endif
 
 void qkv_rope_paged_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                               const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,

@@ -37,369 +37,22 @@
 #include "backend.h"
 #include "gpu/gpu_types.h"
 #include "gpu/launch.h"
+#include "gpu/paged_decode.h"
 #include "gpu/qk_norm_rope.h"
 
 namespace hipformers::kernels::gpu {
 namespace {
 
-constexpr int kPage = static_cast<int>(kKVPageSize);
-// Decode: blocks to aim for (a few per SM of the largest GPUs) when choosing
-// how many splits a sequence's pages get.
-constexpr int64_t kDecodeTargetBlocks = 512;
-constexpr int kDecodeThreads = 128;
 constexpr int kPrefillThreads = 128;
 
-__device__ __forceinline__ float neg_inf() { return -std::numeric_limits<float>::infinity(); }
-
-// ---- Vector loads ------------------------------------------------------------
-// kVec elements of T from a (kVec * sizeof(T))-byte aligned address, converted
-// to float exactly as load() does.
-template <typename T> __device__ __forceinline__ float from_bits(uint32_t bits);
-template <> __device__ __forceinline__ float from_bits<float>(uint32_t bits) { return __uint_as_float(bits); }
-template <> __device__ __forceinline__ float from_bits<gpu_bf16>(uint32_t bits) {
-  return bf16_bits_to_float(static_cast<uint16_t>(bits));
-}
-template <> __device__ __forceinline__ float from_bits<gpu_half>(uint32_t bits) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-}
-
-template <typename T, int kVec> __device__ __forceinline__ void load_vec(const T* p, float (&out)[kVec]) {
-  constexpr int kBytes = kVec * static_cast<int>(sizeof(T));
-  static_assert(kBytes == 16 || kBytes == 8 || kBytes == 4, "vector loads of 4, 8 or 16 bytes");
-  uint32_t w[kBytes / 4];
-  if constexpr (kBytes == 16) {
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    w[0] = u.x;
-    w[1] = u.y;
-    w[2] = u.z;
-    w[3] = u.w;
-  } else if constexpr (kBytes == 8) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    w[0] = u.x;
-    w[1] = u.y;
-  } else {
-    w[0] = *reinterpret_cast<const uint32_t*>(p);
-  }
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) {
-    if constexpr (sizeof(T) == 4) out[i] = from_bits<T>(w[i]);
-    else out[i] = from_bits<T>((w[i / 2] >> (16 * (i % 2))) & 0xffffu);
-  }
-}
-
-// ---- Decode: split-K ---------------------------------------------------------
-// kD: the largest head_dim handled (runtime D <= kD, D a multiple of kVec);
-// kLanes lanes share one key row, each loading kVec elements at a time
-// (kLanes <= 32, so a row's lanes sit in one warp of either width); kG query
-// heads per block.
-//
-// kFused: q is the q|k|v projection output ([tokens, (heads + 2 kv_heads) D])
-// and the kernel first does qkv_rope_write's work for its sequence: q/k norm
-// and RoPE of its query heads (into shared memory), and, in the blocks whose
-// range holds the new key (the last split), k and v of this kv head, used
-// from shared memory and written to the cache by head chunk 0.
-struct DecodeQkv {
-  const void* q_norm = nullptr;  // T [D] or null
-  const void* k_norm = nullptr;
-  void* k_pool = nullptr;  // the pools again, writable
-  void* v_pool = nullptr;
-  QkNormRope rope{};
-};
-
+// ---- Decode: split-K (gpu/paged_decode.h) ------------------------------------
+// Grid (split, kv head x head chunk, sequence). Launched dependent: q and
+// this step's K/V come from the previous kernel.
 template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
-__global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(
-    const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
-    float* __restrict__ partial, const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
-    const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, int head_chunks,
-    int D, float scale, int window, int mode, int pages_per_split, int splits, int* __restrict__ counters,
-    DecodeQkv fused) {
-  constexpr int kChunks = kD / (kVec * kLanes);  // vectors per lane
-  constexpr int kPer = kChunks * kVec;           // dims per lane
-  constexpr int kRows = kDecodeThreads / kLanes; // key rows in flight
-  constexpr int kWarps = kDecodeThreads / kWarp;
-  constexpr int kKeysPerLane = kPage / kWarp;    // softmax: keys of a tile per lane
-  constexpr int kIters = kPage / kRows;          // key rows per thread and page
-  // Key rows whose vectors a thread holds at once (at most 64 floats).
-  constexpr int kBatch = kIters * kChunks * kVec <= 64 ? kIters : (64 / (kChunks * kVec) > 0 ? 64 / (kChunks * kVec) : 1);
-  static_assert(kIters % kBatch == 0, "decode batches");
-  static_assert(kLanes <= 32 && kD % (kVec * kLanes) == 0 && kPage % kRows == 0, "decode tiling");
-  __shared__ float s_p[kG][kPage];
-  __shared__ float s_corr[kG], s_m[kG], s_l[kG];
-  __shared__ float s_red[kG][kD];
-
+__global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(DecodeParams<T> p) {
   allow_dependents();
-  grid_dependency_wait();  // q and this step's K/V come from the previous kernel
-  const int b = blockIdx.z, split = blockIdx.x;
-  const int g = blockIdx.y / head_chunks, chunk = blockIdx.y % head_chunks;
-  const int h0 = g * group + chunk * kG;
-  const int ng = min(kG, group - chunk * kG);
-  const int len = seq_lens[b];
-  const int row = query_start[b];
-  if (len <= 0) {  // no keys: a zero output (written once, by split 0)
-    if (split == 0)
-      for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads)
-        store(out + (static_cast<int64_t>(row) * heads + h0 + idx / D) * D + idx % D, 0.0f);
-    return;
-  }
-  const int pos = len - 1;
-  const int first = window > 0 ? max(0, pos - window + 1) : 0;
-  const int span = pages_per_split * kPage;
-  const int begin = max(split * span, first), end = min(split * span + span, len);
-  if (begin >= end) return;  // holds no visible key: not counted by the merge either
-  const int lane = threadIdx.x % kLanes, rgroup = threadIdx.x / kLanes;
-  const int wlane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
-
-  // kFused: the roped q heads, and the new key's k and v (as stored, T-rounded).
-  __shared__ float s_q[kFused ? kG : 1][kFused ? kD : 1];
-  __shared__ float s_kv[kFused ? 2 : 1][kFused ? kD : 1];
-  const bool has_new = kFused && end == len;  // this range holds key pos
-  if constexpr (kFused) {
-    const T* src = q + static_cast<int64_t>(row) * (heads + 2 * kv_heads) * D;
-    const T* q_norm = static_cast<const T*>(fused.q_norm);
-    const T* k_norm = static_cast<const T*>(fused.k_norm);
-    const float fpos = static_cast<float>(pos);
-    for (int task = warp; task < ng + (has_new ? 1 : 0); task += kWarps) {
-      if (task < ng)
-        norm_rope_head(src + static_cast<int64_t>(h0 + task) * D, q_norm, fused.rope, fpos, wlane,
-                       [&](int i, float v) { s_q[task][i] = stored_as<T>(v); });
-      else
-        norm_rope_head(src + static_cast<int64_t>(heads + g) * D, k_norm, fused.rope, fpos, wlane,
-                       [&](int i, float v) { s_kv[0][i] = stored_as<T>(v); });
-    }
-    if (has_new)
-      for (int d = threadIdx.x; d < D; d += kDecodeThreads) s_kv[1][d] = load(src + static_cast<int64_t>(heads + kv_heads + g) * D + d);
-    __syncthreads();
-    if (has_new && chunk == 0) {  // the cache write (the other chunks' blocks use s_kv alone)
-      const int64_t at = ((static_cast<int64_t>(table[pos / kPage]) * kv_heads + g) * kPage + pos % kPage) * D;
-      T* kw = static_cast<T*>(fused.k_pool) + at;
-      T* vw = static_cast<T*>(fused.v_pool) + at;
-      for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
-        store(kw + d, s_kv[0][d]);
-        store(vw + d, s_kv[1][d]);
-      }
-    }
-  }
-
-  float qr[kG][kPer], acc[kG][kPer];
-#pragma unroll
-  for (int gg = 0; gg < kG; ++gg)
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      const int d0 = (c * kLanes + lane) * kVec;
-      float v[kVec];
-      if (kFused && gg < ng && d0 < D)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) v[e] = s_q[kFused ? gg : 0][kFused ? d0 + e : 0];
-      else if (gg < ng && d0 < D) load_vec<T, kVec>(q + (static_cast<int64_t>(row) * heads + h0 + gg) * D + d0, v);
-      else
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) v[e] = 0.0f;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        qr[gg][c * kVec + e] = v[e];
-        acc[gg][c * kVec + e] = 0.0f;
-      }
-    }
-  // Running max and sum of head gg live in warp gg % kWarps (every lane).
-  float m[kG], l[kG];
-#pragma unroll
-  for (int gg = 0; gg < kG; ++gg) {
-    m[gg] = neg_inf();
-    l[gg] = 0.0f;
-  }
-
-  for (int ts = begin / kPage * kPage; ts < end; ts += kPage) {
-    const int64_t base = (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
-    const T* kb = kpool + base;
-    const T* vb = vpool + base;
-    // Scores of this page's keys for every head. Every K vector of the page
-    // this thread needs is loaded before any is used (kIters independent
-    // loads in flight instead of one memory latency per key row).
-    float kreg[kBatch][kChunks][kVec];
-#pragma unroll
-    for (int it0 = 0; it0 < kIters; it0 += kBatch) {
-#pragma unroll
-      for (int ib = 0; ib < kBatch; ++ib) {
-        const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
-        const bool valid = key >= begin && key < end;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          const int d0 = (c * kLanes + lane) * kVec;
-          if (has_new && key == pos && d0 < D)
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = s_kv[0][kFused ? d0 + e : 0];
-          else if (valid && d0 < D) load_vec<T, kVec>(kb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
-          else
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;
-        }
-      }
-#pragma unroll
-      for (int ib = 0; ib < kBatch; ++ib) {
-        const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
-        const bool valid = key >= begin && key < end;
-        float s[kG];
-#pragma unroll
-        for (int gg = 0; gg < kG; ++gg) s[gg] = 0.0f;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-          for (int gg = 0; gg < kG; ++gg)
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) s[gg] = fmaf(qr[gg][c * kVec + e], kreg[ib][c][e], s[gg]);
-#pragma unroll
-        for (int gg = 0; gg < kG; ++gg) s[gg] = warp_sum<kLanes>(s[gg]);
-        if (lane == 0)
-#pragma unroll
-          for (int gg = 0; gg < kG; ++gg) s_p[gg][j] = valid ? s[gg] * scale : neg_inf();
-      }
-    }
-    __syncthreads();
-    // Online softmax per head over the page: new max, rounded probabilities.
-#pragma unroll
-    for (int gg = 0; gg < kG; ++gg) {
-      if (gg % kWarps != warp || gg >= ng) continue;
-      float sv[kKeysPerLane];
-      float tmax = neg_inf();
-#pragma unroll
-      for (int i = 0; i < kKeysPerLane; ++i) {
-        sv[i] = s_p[gg][wlane + i * kWarp];
-        tmax = fmaxf(tmax, sv[i]);
-      }
-      tmax = warp_max(tmax);
-      const float m_new = fmaxf(m[gg], tmax);  // finite: every page holds a visible key
-      const float corr = expf(m[gg] - m_new);
-      float sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kKeysPerLane; ++i) {
-        const float e = expf(sv[i] - m_new);  // 0 for masked keys
-        sum += e;
-        s_p[gg][wlane + i * kWarp] = round_to(e, mode);
-      }
-      l[gg] = l[gg] * corr + warp_sum(sum);
-      m[gg] = m_new;
-      if (wlane == 0) s_corr[gg] = corr;
-    }
-    __syncthreads();
-    // acc = acc * corr + p . v
-#pragma unroll
-    for (int gg = 0; gg < kG; ++gg) {
-      const float corr = gg < ng ? s_corr[gg] : 1.0f;
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) acc[gg][i] *= corr;
-    }
-    // Likewise every V vector of a batch first, then p . v.
-#pragma unroll
-    for (int it0 = 0; it0 < kIters; it0 += kBatch) {
-#pragma unroll
-      for (int ib = 0; ib < kBatch; ++ib) {
-        const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
-        const bool valid = key >= begin && key < end;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          const int d0 = (c * kLanes + lane) * kVec;
-          if (has_new && key == pos && d0 < D)
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = s_kv[1][kFused ? d0 + e : 0];
-          else if (valid && d0 < D) load_vec<T, kVec>(vb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
-          else
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;  // masked rows add 0 * 0
-        }
-      }
-#pragma unroll
-      for (int ib = 0; ib < kBatch; ++ib) {
-        const int j = rgroup + (it0 + ib) * kRows;
-#pragma unroll
-        for (int gg = 0; gg < kG; ++gg) {
-          const float p = (ts + j >= begin && ts + j < end) ? s_p[gg][j] : 0.0f;
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) acc[gg][c * kVec + e] = fmaf(p, kreg[ib][c][e], acc[gg][c * kVec + e]);
-        }
-      }
-    }
-    __syncthreads();  // s_p is rewritten by the next page
-  }
-
-  // Sum the row groups' accumulators: first within each warp, then across warps.
-#pragma unroll
-  for (int off = kLanes; off < kWarp; off *= 2)
-#pragma unroll
-    for (int gg = 0; gg < kG; ++gg)
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) acc[gg][i] += shfl_xor(acc[gg][i], off);
-#pragma unroll
-  for (int gg = 0; gg < kG; ++gg)
-    if (gg % kWarps == warp && wlane == 0) {
-      s_m[gg] = m[gg];
-      s_l[gg] = l[gg];
-    }
-  for (int w = 0; w < kWarps; ++w) {
-    if (warp == w && wlane < kLanes)
-#pragma unroll
-      for (int gg = 0; gg < kG; ++gg)
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            const int d = (c * kLanes + lane) * kVec + e;
-            if (w == 0) s_red[gg][d] = acc[gg][c * kVec + e];
-            else s_red[gg][d] += acc[gg][c * kVec + e];
-          }
-    __syncthreads();
-  }
-  for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads) {
-    const int gg = idx / D, d = idx % D, h = h0 + gg;
-    if (splits == 1) {
-      store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(s_red[gg][d] / s_l[gg], mode));
-    } else {
-      float* p = partial + ((static_cast<int64_t>(b) * heads + h) * splits + split) * (D + 2);
-      if (d == 0) {
-        p[0] = s_m[gg];
-        p[1] = s_l[gg];
-      }
-      p[2 + d] = s_red[gg][d];
-    }
-  }
-  if (splits == 1) return;
-
-  // The splits holding visible keys are exactly [first / span, pos / span];
-  // the last of them to get here combines them.
-  const int s0 = first / span, s1 = min(pos / span, splits - 1);
-  __shared__ int s_is_last;
-  __threadfence();  // this block's partial is visible before its arrival is counted
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int* counter = counters + static_cast<int64_t>(b) * gridDim.y + blockIdx.y;
-    const int arrived = atomicAdd(counter, 1) + 1;
-    s_is_last = arrived == s1 - s0 + 1;
-    if (s_is_last) *counter = 0;  // ready for the next launch (graph replays)
-  }
-  __syncthreads();
-  if (!s_is_last) return;
-  __threadfence();  // the other splits' partials, made visible before their arrival
-  for (int gg = 0; gg < ng; ++gg) {
-    const int h = h0 + gg;
-    const volatile float* p = partial + (static_cast<int64_t>(b) * heads + h) * splits * (D + 2);
-    float mx = neg_inf();
-    for (int q = s0; q <= s1; ++q) mx = fmaxf(mx, p[static_cast<int64_t>(q) * (D + 2)]);
-    float sum = 0.0f;
-    for (int q = s0; q <= s1; ++q) {
-      const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
-      sum += pq[1] * expf(pq[0] - mx);
-    }
-    for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
-      float a = 0.0f;
-      for (int q = s0; q <= s1; ++q) {
-        const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
-        a = fmaf(pq[2 + d], expf(pq[0] - mx), a);
-      }
-      store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
-    }
-  }
+  grid_dependency_wait();
+  paged_decode_block<T, kD, kVec, kLanes, kG, kFused>(p, blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y);
 }
 
 // ---- Prefill: portable tiled SIMT kernel --------------------------------------
@@ -846,38 +499,6 @@ __global__ void __launch_bounds__(kMmaThreads, kD <= 64 ? 2 : 1) paged_prefill_m
 #endif  // HIPFORMERS_WITH_CUDA
 
 // ---- Host side ----------------------------------------------------------------
-bool is_decode(const PagedBatch& batch) { return batch.num_tokens == batch.num_seqs && batch.max_query_len == 1; }
-
-struct DecodePlan {
-  int kG = 1;             // query heads per block (1, 2, 4 or 8)
-  int head_chunks = 1;    // blocks per kv head
-  int pages_per_split = 1;
-  int splits = 1;
-};
-
-DecodePlan decode_plan(const PagedBatch& batch, const AttentionSpec& spec) {
-  DecodePlan p;
-  const int64_t group = spec.heads / spec.kv_heads;
-  p.kG = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
-  p.head_chunks = static_cast<int>((group + p.kG - 1) / p.kG);
-  const int64_t max_pages = std::max<int64_t>(1, (batch.max_seq_len + kPage - 1) / kPage);
-  const int64_t base = std::max<int64_t>(1, batch.num_seqs * spec.kv_heads * p.head_chunks);
-  const int64_t want = std::min(max_pages, std::max<int64_t>(1, (kDecodeTargetBlocks + base - 1) / base));
-  p.pages_per_split = static_cast<int>((max_pages + want - 1) / want);
-  p.splits = static_cast<int>((max_pages + p.pages_per_split - 1) / p.pages_per_split);
-  return p;
-}
-
-// Scratch of a split decode: the partials (max, sum, acc[D]) of every
-// (sequence, head, split), then one merge counter per block column
-// (sequence, kv head, head chunk).
-int64_t partial_elems(int64_t seqs, int64_t heads, int64_t D, const DecodePlan& p) {
-  return p.splits > 1 ? seqs * heads * p.splits * (D + 2) : 0;
-}
-int64_t counter_elems(int64_t seqs, int64_t kv_heads, const DecodePlan& p) {
-  return p.splits > 1 ? seqs * kv_heads * p.head_chunks : 0;
-}
-
 struct Args {
   const int32_t* query_start;
   const int32_t* seq_lens;
@@ -888,18 +509,10 @@ struct Args {
 
 // fused: null for plain decode, else the q|k|v prologue (kFused).
 template <typename T, int kD, int kVec, int kLanes>
-void launch_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, float* partial, const DecodePlan& p,
-                   int num_seqs, const DecodeQkv* fused, gpuStream_t s) {
-  const dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(a.kv_heads * p.head_chunks),
+void launch_decode(const DecodeParams<T>& prm, const DecodePlan& p, int num_seqs, bool fused, gpuStream_t s) {
+  const dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(prm.kv_heads * p.head_chunks),
                   static_cast<unsigned>(num_seqs));
-  // The merge counters follow the partials in the scratch.
-  int* counters = p.splits > 1 ? reinterpret_cast<int*>(partial + partial_elems(num_seqs, a.heads, a.D, p)) : nullptr;
-  const DecodeQkv qkv = fused ? *fused : DecodeQkv{};
-  auto go = [&](auto kernel) {
-    launch_dependent(kernel, grid, dim3(kDecodeThreads), 0, s, q, kp, vp, out, partial, a.query_start, a.seq_lens,
-                     a.block_table, a.table_stride, a.heads, a.kv_heads, a.group, p.head_chunks, a.D, a.scale,
-                     a.window, a.mode, p.pages_per_split, p.splits, counters, qkv);
-  };
+  auto go = [&](auto kernel) { launch_dependent(kernel, grid, dim3(kDecodeThreads), 0, s, prm); };
   auto by_group = [&](auto fused_tag) {
     constexpr bool kF = decltype(fused_tag)::value;
     switch (p.kG) {
@@ -914,14 +527,16 @@ void launch_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, 
 }
 
 template <typename T>
-void run_decode(const Args& a, const T* q, const T* kp, const T* vp, T* out, float* partial, const PagedBatch& batch,
-                const AttentionSpec& spec, const DecodeQkv* fused, gpuStream_t s) {
+void run_decode(const T* q, const PagedBatch& batch, const AttentionSpec& spec, const PagedKVLayer& cache, T* out,
+                float* partial, const DecodeQkv* fused, gpuStream_t s) {
   const DecodePlan p = decode_plan(batch, spec);
+  DecodeParams<T> prm = decode_params<T>(batch, spec, p, q, cache, out, partial);
+  if (fused) prm.fused = *fused;
   const int n = static_cast<int>(batch.num_seqs);
-  constexpr int kVec16 = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
-  if (a.D == 64) launch_decode<T, 64, kVec16, 64 / kVec16>(a, q, kp, vp, out, partial, p, n, fused, s);
-  else if (a.D == 128) launch_decode<T, 128, kVec16, 128 / kVec16>(a, q, kp, vp, out, partial, p, n, fused, s);
-  else launch_decode<T, 256, 2, 32>(a, q, kp, vp, out, partial, p, n, fused, s);  // any even head_dim
+  with_decode_shape<T>(prm.D, [&](auto kd, auto kvec, auto klanes) {
+    launch_decode<T, decltype(kd)::value, decltype(kvec)::value, decltype(klanes)::value>(prm, p, n, fused != nullptr,
+                                                                                          s);
+  });
   check_launch("paged_attention (decode)");
 }
 
@@ -1006,7 +621,7 @@ Args make_args(const PagedBatch& batch, const AttentionSpec& spec) {
   a.kv_heads = static_cast<int>(spec.kv_heads);
   a.group = static_cast<int>(spec.heads / spec.kv_heads);
   a.D = static_cast<int>(spec.head_dim);
-  a.window = spec.sliding_window ? static_cast<int>(std::min<int64_t>(*spec.sliding_window, INT_MAX)) : 0;
+  a.window = decode_window(spec);
   a.mode = round_mode(spec.dtype);
   a.scale = spec.scale;
   return a;
@@ -1025,30 +640,30 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
     const E* kp = static_cast<const E*>(cache.k.raw_data());
     const E* vp = static_cast<const E*>(cache.v.raw_data());
     E* op = static_cast<E*>(out.mutable_raw_data());
-    if (is_decode(batch)) run_decode<E>(a, qp, kp, vp, op, partial, batch, spec, nullptr, s);
+    if (is_decode(batch)) run_decode<E>(qp, batch, spec, cache, op, partial, nullptr, s);
     else run_prefill<E>(a, qp, kp, vp, op, batch, s);
   });
 }
 
-bool qkv_rope_attention_fusable(const PagedBatch& batch) { return is_decode(batch) && batch.num_seqs > 0; }
+// Each split block of the fused kernel normalises and rotates its own query
+// heads, which pays off for small batches only: at 64 sequences on the H200
+// the two ops took 2.53 ms per decode step, the fused kernel 3.05
+// (docs/PERFORMANCE.md).
+constexpr int64_t kFusedQkvAttentionMaxSeqs = 8;
+bool qkv_rope_attention_fusable(const PagedBatch& batch) {
+  return is_decode(batch) && batch.num_seqs > 0 && batch.num_seqs <= kFusedQkvAttentionMaxSeqs;
+}
 
 void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                                      const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
                                      const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch) {
   gpuStream_t s = stream_for(qkv.device().index);
-  const Args a = make_args(batch, spec);
   float* partial = scratch && scratch->defined() ? static_cast<float*>(scratch->mutable_raw_data()) : nullptr;
-  DecodeQkv fused;
-  fused.q_norm = q_norm.defined() ? q_norm.raw_data() : nullptr;
-  fused.k_norm = k_norm.defined() ? k_norm.raw_data() : nullptr;
-  fused.k_pool = cache.k.mutable_raw_data();
-  fused.v_pool = cache.v.mutable_raw_data();
-  fused.rope = qk_norm_rope_args(inv_freq, spec.head_dim, eps, attention_scaling, spec.dtype);
+  const DecodeQkv fused = decode_qkv(q_norm, k_norm, cache, inv_freq, eps, attention_scaling, spec);
   dispatch_float(qkv.dtype(), [&](auto tag) {
     using E = decltype(tag);
-    run_decode<E>(a, static_cast<const E*>(qkv.raw_data()), static_cast<const E*>(cache.k.raw_data()),
-                  static_cast<const E*>(cache.v.raw_data()), static_cast<E*>(out.mutable_raw_data()), partial, batch,
-                  spec, &fused, s);
+    run_decode<E>(static_cast<const E*>(qkv.raw_data()), batch, spec, cache, static_cast<E*>(out.mutable_raw_data()),
+                  partial, &fused, s);
   });
 }
 
