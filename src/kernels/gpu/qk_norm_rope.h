@@ -43,13 +43,59 @@ inline QkNormRope qk_norm_rope_args(const Tensor& inv_freq, int64_t head_dim, do
   return a;
 }
 
+// norm_rope_head for D = kPer * warp (kPer even): lane l holds elements
+// l, l + warp, ... in registers, so every load of the head (and of its norm
+// weights) is issued at once, and the pairs (i, i + D/2) that RoPE mixes
+// sit in the same lane. The sum of squares runs in the generic path's order
+// (virtual warp vw of rms_norm's block sums elements k * warp + lane with
+// k % (norm_threads / warp) == vw, k rising), so both give the same bits.
+template <int kPer, typename T, typename Out>
+__device__ __forceinline__ void norm_rope_head_regs(const T* src, const T* w, const QkNormRope& a, float pos,
+                                                    int lane, Out out) {
+  const int D = kPer * kWarp, half = D / 2, mode = a.mode, nvw = a.norm_threads / kWarp;
+  float x[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) x[k] = load(src + k * kWarp + lane);
+  if (w) {
+    float nw[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) nw[k] = load(w + k * kWarp + lane);
+    float total = 0;
+    for (int vw = 0; vw < nvw; ++vw) {
+      float sum = 0;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const float v = x[k];
+        if (k % nvw == vw) sum += v * v;
+      }
+      total += warp_sum(sum);
+    }
+    const float inv = 1.0f / sqrtf(total / static_cast<float>(D) + a.eps);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k)  // rms_norm's output, then what storing it as T keeps
+      x[k] = round_to(round_to(nw[k] * round_to(x[k] * inv, mode), mode), Storage<T>::kMode);
+  }
+#pragma unroll
+  for (int k = 0; k < kPer / 2; ++k) {
+    const int i = k * kWarp + lane;
+    const float x0 = x[k], x1 = x[k + kPer / 2];
+    const float angle = a.inv_freq[i] * pos;
+    const float c = round_to(cosf(angle) * a.scaling, mode);
+    const float s = a.sign * round_to(sinf(angle) * a.scaling, mode);
+    out(i, round_to(round_to(x0 * c, mode) + round_to(-x1 * s, mode), mode));
+    out(i + half, round_to(round_to(x1 * c, mode) + round_to(x0 * s, mode), mode));
+  }
+}
+
 // out(i, v) receives every output element i in [0, D) once, v already
 // rounded to the dtype (the caller stores it as T). w: the norm weight or
-// null (no norm).
+// null (no norm). Head dims of 2 or 4 warps take the register path above.
 template <typename T, typename Out>
 __device__ __forceinline__ void norm_rope_head(const T* src, const T* w, const QkNormRope& a, float pos, int lane,
                                                Out out) {
   const int D = a.head_dim, half = D / 2, mode = a.mode;
+  if (D == 2 * kWarp) return norm_rope_head_regs<2>(src, w, a, pos, lane, out);
+  if (D == 4 * kWarp) return norm_rope_head_regs<4>(src, w, a, pos, lane, out);
   float inv = 0;
   if (w) {
     float total = 0;

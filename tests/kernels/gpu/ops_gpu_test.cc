@@ -41,7 +41,7 @@ TEST_F(GpuOpsTest, EmbeddingCopiesRowsExactly) {
 TEST_F(GpuOpsTest, RmsNormMatchesCpuWithAndWithoutResidual) {
   for (DType dt : kDtypes)
     for (int64_t rows : {1, 7, 33})
-      for (int64_t H : {64, 128, 1000, 4096}) {
+      for (int64_t H : {64, 128, 1000, 1024, 4096, 8192}) {
         const std::string what = std::string("rms_norm ") + name(dt) + " rows " + std::to_string(rows) + " H " +
                                  std::to_string(H);
         Tensor x = rounded(random({rows, H}, 2.0f), dt), w = rounded(random({H}), dt);
