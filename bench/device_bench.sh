@@ -3,7 +3,8 @@
 # .devbuild/ (scripts/stage_device_build.sh). Writes logs and JSON under $OUT.
 #   bench/device_bench.sh quick     hipformers alone: the three issue cases
 #   bench/device_bench.sh profile   per-kernel times of a short decode (ncu)
-#   bench/device_bench.sh ab        decode ms/step with each fast path off in turn
+#   bench/device_bench.sh profile_prefill  per-kernel times of a 4096-token prefill, by kernel (ncu)
+#   bench/device_bench.sh ab        decode ms/step of the defaults and of variants (AB_VARIANTS, AB_BATCHES)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
 #                                   written into $OUT/PERFORMANCE.md
 set -uo pipefail
@@ -15,6 +16,22 @@ export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:$
 HF=${HF:-$PWD/.devbuild/bin/hipformers}
 MODEL=/tmp/hipformers_bench_qwen3_0.6b
 [ -f "$MODEL/model.safetensors" ] || "$HF" make-model --shape qwen3-0.6b --dtype bfloat16 --output "$MODEL" >/dev/null
+
+# Kernel durations of an ncu --csv file, summed by kernel name, largest first.
+ncu_summary() {
+  grep '^"' "$1" | python3 -c '
+import csv, re, sys, collections
+rows = list(csv.reader(sys.stdin))
+h = rows[0]
+k, v = h.index("Kernel Name"), h.index("Metric Value")
+tot = {}; cnt = collections.Counter()
+for r in rows[1:]:
+    name = re.sub(r"\(.*", "", r[k])[:70]
+    tot[name] = tot.get(name, 0.0) + float(r[v].replace(",", "")) / 1000; cnt[name] += 1
+for name, us in sorted(tot.items(), key=lambda x: -x[1]):
+    print("%9.1f us  %4d x  %6.2f us each  %s" % (us, cnt[name], us / cnt[name], name))
+print("%9.1f us  total of %d kernels" % (sum(tot.values()), sum(cnt.values())))'
+}
 
 for what in "$@"; do
   case "$what" in
@@ -36,34 +53,44 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       # profile inside the bench's graphs). Skips the load and the prefill.
       echo "== ncu, batch 1 decode kernels"
       HIPFORMERS_DISABLE_GRAPHS=1 HIPFORMERS_DISABLE_PDL=1 timeout 240 ncu --clock-control none --cache-control none \
-        --launch-skip 700 --launch-count 60 --metrics gpu__time_duration.sum --csv \
-        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 128 --gen-len 4 \
+        --launch-skip 600 --launch-count 150 --metrics gpu__time_duration.sum --csv \
+        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 128 --gen-len 8 \
         --warmup 0 --repeat 1 >"$OUT/ncu_b1.csv" 2>"$OUT/ncu_b1.err"
       echo "exit $?"
-      grep '^"' "$OUT/ncu_b1.csv" | python3 -c '
-import csv, re, sys
-rows = list(csv.reader(sys.stdin))
-h = rows[0]
-k, v = h.index("Kernel Name"), h.index("Metric Value")
-for r in rows[1:]:
-    print("%8.2f us  %s" % (float(r[v].replace(",", "")) / 1000, re.sub(r"\(.*", "", r[k])[:80]))' ;;
+      ncu_summary "$OUT/ncu_b1.csv" ;;
+    profile_prefill)
+      # Per-kernel times of one 4096-token prefill step, summed by kernel
+      # name (GEMMs vs attention vs the elementwise kernels).
+      echo "== ncu, prefill 1 x 4096"
+      HIPFORMERS_DISABLE_GRAPHS=1 HIPFORMERS_DISABLE_PDL=1 timeout 300 ncu --clock-control none \
+        --launch-count 260 --metrics gpu__time_duration.sum --csv \
+        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 4096 --gen-len 2 \
+        --warmup 0 --repeat 1 >"$OUT/ncu_prefill.csv" 2>"$OUT/ncu_prefill.err"
+      echo "exit $?"
+      ncu_summary "$OUT/ncu_prefill.csv" ;;
     ab)
-      # Batch 1 and 8 decode (128 + 128) with one fast path switched off at a
-      # time: the folded norm/SwiGLU (a KernelConfig picking the separate
-      # kernels), dependent launches, graphs.
+      # Batch 1 and 8 decode (128 + 128), one variant of the defaults per
+      # line: the persistent decode step switched on, the folded norm/SwiGLU
+      # (a KernelConfig picking them), and switched off in turn the fused
+      # q/k/v + attention kernel, the GEMV grid cap, dependent launches, graphs.
       printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}, "SiLUAndMul": {"cuda": "silu_and_mul_gpu"}}' \
         >/tmp/hf_separate.json
       printf '{"SiLUAndMul": {"cuda": "silu_and_mul_gpu"}}' >/tmp/hf_norm_only.json
       printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}}' >/tmp/hf_silu_only.json
-      for b in 1 8; do
-        for v in default separate norm_only silu_only no_pdl no_graphs; do
+      printf '{"RMSNorm": {"cuda": "rms_norm_in_projection"}, "SiLUAndMul": {"cuda": "silu_and_mul_in_projection"}}' \
+        >/tmp/hf_folded.json
+      for b in ${AB_BATCHES:-1 8}; do
+        for v in ${AB_VARIANTS:-default persistent folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
           extra=""; envs=""
           case "$v" in
-            separate|norm_only|silu_only) extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
+            separate|norm_only|silu_only|folded) extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
+            unfused_qkv_attn) envs="HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1" ;;
+            persistent) envs="HIPFORMERS_PERSISTENT_DECODE=1" ;;
+            gemv_uncapped) envs="HIPFORMERS_GEMV_BLOCKS_PER_SM=0" ;;
             no_pdl) envs="HIPFORMERS_DISABLE_PDL=1" ;;
             no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
           esac
-          printf '%-10s batch %s: ' "$v" "$b"
+          printf '%-14s batch %s: ' "$v" "$b"
           env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" \
             --prompt-len 128 --gen-len 128 $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
@@ -73,7 +100,8 @@ print("%.3f ms/step, decode %.0f tok/s" % (r["ms_per_decode_step"], r["decode_to
       done ;;
     compare)
       cp docs/PERFORMANCE.md "$OUT/PERFORMANCE.md"
-      python3 bench/compare_transformers.py --hipformers "$HF" --model-dir "$MODEL" --timeout 400 \
+      # COMPARE_ARGS: e.g. "--timeout 150 --repeat 2" to fit a short lease.
+      python3 bench/compare_transformers.py --hipformers "$HF" --model-dir "$MODEL" ${COMPARE_ARGS:---timeout 400} \
         --update-doc "$OUT/PERFORMANCE.md" 2>&1 | tail -20 ;;
   esac
 done
