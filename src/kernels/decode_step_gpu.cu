@@ -31,8 +31,6 @@
 // HIP: compiled (cooperative launch through hipLaunchCooperativeKernel),
 // never run here.
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -279,27 +277,6 @@ std::size_t norm_bytes(int64_t rows, int64_t hidden) {
   return static_cast<std::size_t>(rows * hidden) * sizeof(Bf16);
 }
 
-struct DeviceLimits {
-  int sms = 0, warp = 32;
-  std::size_t smem_optin = 0;
-  bool cooperative = false;
-};
-DeviceLimits device_limits(int device) {
-  static std::mutex mutex;
-  static std::map<int, DeviceLimits> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  DeviceLimits& d = cache[device];
-  if (d.sms == 0) {
-    gpuDeviceProp_t prop{};
-    check(gpuGetDeviceProperties(&prop, device), "gpuGetDeviceProperties");
-    d.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
-    d.warp = prop.warpSize > 0 ? prop.warpSize : 32;
-    d.smem_optin = prop.sharedMemPerBlockOptin;
-    d.cooperative = prop.cooperativeLaunch != 0;
-  }
-  return d;
-}
-
 bool is_bf16_on(const Tensor& t, const Device& device) {
   return t.defined() && t.dtype() == DType::kBF16 && t.device() == device && aligned16(t.raw_data());
 }
@@ -473,25 +450,7 @@ void DecodeStep::run(DecodeStepBuffers& buf, const PagedBatch& batch, const Tens
     a.attn.fused.rope = qk_norm_rope_args(inv_freq, spec.head_dim, m.eps, attention_scaling, spec.dtype);
     a.attn_items = plan.splits * static_cast<int>(spec.kv_heads) * plan.head_chunks * static_cast<int>(rows);
 
-    gpuStream_t s = stream_for(device);
-#if defined(HIPFORMERS_WITH_CUDA)
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(blocks));
-    config.blockDim = dim3(kGemvThreads);
-    config.dynamicSmemBytes = smem;
-    config.stream = s;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeCooperative;
-    attribute[0].val.cooperative = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    check(cudaLaunchKernelEx(&config, kernel, a), "cudaLaunchKernelEx(decode_step_kernel)");
-#else
-    void* params[] = {&a};
-    check(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(blocks)),
-                                     dim3(kGemvThreads), params, static_cast<unsigned>(smem), s),
-          "hipLaunchCooperativeKernel(decode_step_kernel)");
-#endif
+    launch_cooperative(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGemvThreads), smem, stream_for(device), a);
   });
   check_launch("decode_step");
 }

@@ -299,7 +299,7 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
   if (ws.decode_step_prepared_) {  // every layer and the lm_head in one kernel
-    kernels::DecodeStepBuffers buffers{hidden, qkv, attn, proj, ws.act.slice_rows(0, N), branch, logits, scratch};
+    kernels::DecodeStepBuffers buffers{hidden, qkv, attn, proj, act, branch, logits, scratch};
     ws.decode_step_->run(buffers, ws.batch, ws.inv_freq, rope_scaling);
     if (argmax) {
       Tensor next = ws.next.slice_rows(0, R);
