@@ -11,7 +11,7 @@ rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib"
 cp "$BUILD"/tools/hipformers/hipformers "$DEST/bin/"
 # The GPU-relevant tests, the benchmarks and the examples (not every test: the
 # carried tree is limited to 64 MiB).
-for f in "$BUILD"/tests/test_runtime_* "$BUILD"/tests/test_kernels_gpu_* "$BUILD"/tests/test_models_gpu_* "$BUILD"/bench/* "$BUILD"/examples/example_*; do
+for f in "$BUILD"/tests/test_runtime_* "$BUILD"/tests/test_kernels_gpu_* "$BUILD"/bench/* "$BUILD"/examples/example_*; do
   if [ -f "$f" ] && [ -x "$f" ]; then cp "$f" "$DEST/bin/"; fi
 done
 # Ubuntu 24.04 there has PCRE2, OpenBLAS and libgomp, but not utf8proc.

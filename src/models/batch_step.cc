@@ -12,7 +12,6 @@
 // engine capture a decode step as a graph.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -57,25 +56,6 @@ Tensor i32_view(const Tensor& index, int64_t offset, const Shape& shape) {
   return Tensor(index.buffer(), shape, DType::kI32, static_cast<std::size_t>(offset) * sizeof(int32_t));
 }
 
-// The model as the persistent decode step takes it (views, no copies).
-kernels::DecodeModelWeights decode_weights(const CausalLM::Impl& m) {
-  const ModelConfig& c = m.config;
-  kernels::DecodeModelWeights w;
-  for (const DecoderLayer& L : m.layers)
-    w.layers.push_back({L.input_norm, L.qkv_proj, L.qkv_bias, L.q_norm, L.k_norm, L.o_proj, L.o_bias,
-                        L.post_attention_norm, L.gate_up_proj, L.gate_up_bias, L.down_proj, L.down_bias,
-                        L.sliding_window});
-  w.final_norm = m.final_norm;
-  w.lm_head = m.lm_head;
-  w.eps = c.rms_norm_eps;
-  w.attention.heads = c.num_attention_heads;
-  w.attention.kv_heads = c.num_key_value_heads;
-  w.attention.head_dim = c.head_dim;
-  w.attention.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  w.attention.dtype = m.dtype;
-  return w;
-}
-
 }  // namespace
 
 StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t max_seqs, int64_t max_seq_len,
@@ -89,7 +69,6 @@ StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t 
     throw_invalid("max_seq_len " + std::to_string(max_seq_len) + " exceeds max_position_embeddings (" +
                   std::to_string(c.max_position_embeddings) + ")");
   max_pages_per_seq_ = PagedKVCache::pages_for(max_seq_len);
-  if (const char* v = std::getenv("HIPFORMERS_PERSISTENT_DECODE"); v && *v && *v != '0') persistent_decode = true;
   logit_capacity_ = logits_for_every_token ? max_tokens : max_seqs;
 
   const DType storage = device_.is_gpu() ? model.dtype() : DType::kF32;
@@ -257,20 +236,6 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
   ws.ids = i32_view(ws.index, at.ids, Shape{N});
   ws.logit_rows_index = i32_view(ws.index, at.logit_rows, Shape{rows});
   ws.logit_rows_ = rows;
-
-  // A decode step (one token per sequence, logits of each) of a small batch:
-  // the persistent kernel where it is asked for and can run. Its device
-  // state is made here, never inside a graph capture of forward_step.
-  ws.decode_step_prepared_ = false;
-  if (ws.persistent_decode && !ws.decode_step_unsupported_ && N == B && !all_logits && m.device.is_gpu()) {
-    if (!ws.decode_step_ || !ws.decode_step_->made_for(cache.layers)) {
-      ws.decode_step_.reset();
-      const kernels::DecodeModelWeights w = decode_weights(m);
-      if (kernels::decode_step_supported(w, 1)) ws.decode_step_ = std::make_unique<kernels::DecodeStep>(w, cache.layers);
-      else ws.decode_step_unsupported_ = true;  // the model's shapes or dtype: never
-    }
-    ws.decode_step_prepared_ = ws.decode_step_ && ws.decode_step_->supports_rows(B);
-  }
 }
 
 void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax) const {
@@ -298,15 +263,6 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
 
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
-  if (ws.decode_step_prepared_) {  // every layer and the lm_head in one kernel
-    kernels::DecodeStepBuffers buffers{hidden, qkv, attn, proj, act, branch, logits, scratch};
-    ws.decode_step_->run(buffers, ws.batch, ws.inv_freq, rope_scaling);
-    if (argmax) {
-      Tensor next = ws.next.slice_rows(0, R);
-      kernels::argmax_rows(logits, next);
-    }
-    return;
-  }
 
   // Small batches (decode) fold the norms and the SwiGLU into the
   // projections (fused_linear): RMSNorm by every block of the next GEMV with

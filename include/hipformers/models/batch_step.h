@@ -14,12 +14,10 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
 #include "hipformers/core/tensor.h"
-#include "hipformers/kernels/decode_step.h"
 #include "hipformers/kernels/paged_attention.h"
 
 namespace hipformers {
@@ -68,24 +66,12 @@ class StepWorkspace {
   std::vector<int32_t> host_index;  // staging for `index`
   std::vector<float> host_inv_freq;
   float attention_scaling = 1.0f;  // RoPE's, from the frequencies of the prepared step
-  // Decode steps of up to 8 sequences as one persistent kernel where the
-  // device supports it (kernels/decode_step.h) instead of the per-layer
-  // kernels. Off by default: on the H200 it measured slower than the
-  // per-layer kernels (1.99 vs 1.26 ms per batch-1 step of the Qwen3-0.6B
-  // shape, docs/PERFORMANCE.md). HIPFORMERS_PERSISTENT_DECODE=1 (read at
-  // construction) or true here turns it on.
-  bool persistent_decode = false;
-  // Whether the prepared step runs as that kernel.
-  bool runs_persistent_decode() const { return decode_step_prepared_; }
 
  private:
   friend class CausalLM;
   int64_t max_tokens_ = 0, max_seqs_ = 0, max_seq_len_ = 0, max_pages_per_seq_ = 0, logit_capacity_ = 0;
   int64_t logit_rows_ = 0;
   Device device_;
-  std::unique_ptr<kernels::DecodeStep> decode_step_;  // made on first use, for one cache
-  bool decode_step_prepared_ = false;                 // the prepared step runs through it
-  bool decode_step_unsupported_ = false;              // the model cannot run it
 };
 
 }  // namespace hipformers

@@ -1,7 +1,7 @@
 // The small-batch GEMV (rows <= 8: decode projections), as block-level
-// device code: gemv_kernel in linear_gpu.cu runs one GemvBlock per block,
-// and the persistent decode step (decode_step_gpu.cu) runs the same blocks
-// between its grid barriers.
+// device code: gemv_kernel in linear_gpu.cu runs one GemvBlock per block; a
+// kernel that runs several phases (a persistent decode step) can run the
+// same blocks in turn.
 //
 // Layout. A warp owns kGemvFeatures (R = 4) weight rows; its lanes split the
 // in dimension in 16-byte vectors of W (8 bf16/f16 or 4 f32 values), lane l
@@ -199,10 +199,7 @@ __device__ __forceinline__ void gemv_norm_input(const T* x, T* xs, int rows, int
   __syncthreads();
 }
 
-// kStableX: x stays unchanged while the kernel runs (its loads may take the
-// read-only path); false inside the persistent decode step, where other
-// blocks rewrite x between grid barriers.
-template <typename T, int ROWS, bool kVec, int kInput, int kOutput, bool kStableX = true> struct GemvBlock {
+template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvBlock {
   using IO = GemvIO<T, kVec>;
   using Raw = typename IO::Raw;
   static constexpr int R = kGemvFeatures, V = IO::V, N = ROWS * R;
@@ -271,11 +268,6 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput, bool kStable
     }
   }
 
-  __device__ __forceinline__ Raw load_x(const T* p) const {
-    if constexpr (kStableX || !kVec) return IO::load_x(p);
-    else return *reinterpret_cast<const uint4*>(p);
-  }
-
   // Every tile of the block, once x (and the residual) are ready. Needs
   // rows * in_f values of shared memory (dynamic) for kInputNorm.
   __device__ __forceinline__ void run() {
@@ -326,7 +318,7 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput, bool kStable
             Raw xv;
             if constexpr (kInput != kInputPlain && kVec) xv = *reinterpret_cast<const uint4*>(xrow[r] + jj * V);
             else if constexpr (kInput != kInputPlain) xv = load(xrow[r] + jj * V);
-            else xv = load_x(xrow[r] + jj * V);
+            else xv = IO::load_x(xrow[r] + jj * V);
 #pragma unroll
             for (int e = 0; e < V; ++e) {
               const float xe = IO::get(xv, e);

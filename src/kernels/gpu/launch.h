@@ -20,16 +20,14 @@
 // On HIP and older GPUs both calls compile to nothing and the launch is an
 // ordinary stream-ordered one.
 //
-// Also here: launch_cooperative (every block of the grid resident, for a
-// kernel with grid barriers) and device_limits (SMs, warp width, shared
-// memory, per device), what launch shapes are computed from.
+// Also here: device_limits (SMs and warp width per device), what launch
+// shapes are computed from.
 #pragma once
 
 #include <cstddef>
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <utility>
 
 #include "gpu_types.h"
@@ -77,10 +75,8 @@ inline bool dependent_launch_enabled() {
 // What launch shapes depend on, per device (cached: property queries are
 // slow and host-only).
 struct DeviceLimits {
-  int sms = 0;                 // multiprocessors (CUs)
-  int warp = 32;               // the device's warp width (kWarp is the device pass's)
-  std::size_t smem_optin = 0;  // shared memory a block may opt into
-  bool cooperative = false;    // cooperative launches (every block resident)
+  int sms = 0;    // multiprocessors (CUs)
+  int warp = 32;  // the device's warp width (kWarp is the device pass's)
 };
 inline DeviceLimits device_limits(int device) {
   static std::mutex mutex;
@@ -92,69 +88,28 @@ inline DeviceLimits device_limits(int device) {
     check(gpuGetDeviceProperties(&prop, device), "gpuGetDeviceProperties");
     d.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
     d.warp = prop.warpSize > 0 ? prop.warpSize : 32;
-#if defined(HIPFORMERS_WITH_CUDA)
-    d.smem_optin = prop.sharedMemPerBlockOptin;
-#else
-    d.smem_optin = prop.sharedMemPerBlock;  // ROCm 5's properties name no opt-in size
-#endif
-    d.cooperative = prop.cooperativeLaunch != 0;
   }
   return d;
 }
-
-#if defined(HIPFORMERS_WITH_CUDA)
-// cudaLaunchKernelEx with at most one launch attribute (null: none).
-template <typename... Params, typename... Args>
-void launch_ex(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared, gpuStream_t stream,
-               const cudaLaunchAttribute* attribute, Args&&... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  if (attribute) attrs[0] = *attribute;
-  config.attrs = attrs;
-  config.numAttrs = attribute ? 1 : 0;
-  check(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...), "cudaLaunchKernelEx");
-}
-#endif
 
 // kernel<<<grid, block, shared, stream>>>(args...), as a dependent launch where supported.
 template <typename... Params, typename... Args>
 void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared, gpuStream_t stream,
                       Args&&... args) {
 #if defined(HIPFORMERS_WITH_CUDA)
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  launch_ex(kernel, grid, block, shared, stream, dependent_launch_enabled() ? &attribute : nullptr,
-            std::forward<Args>(args)...);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = dependent_launch_enabled() ? 1 : 0;
+  check(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...), "cudaLaunchKernelEx");
 #else
   kernel<<<grid, block, shared, stream>>>(static_cast<Params>(std::forward<Args>(args))...);
-#endif
-}
-
-// kernel<<<...>>>(args...) with every block resident at once (the driver
-// refuses a grid that cannot be), for kernels that synchronise their grid.
-template <typename... Params, typename... Args>
-void launch_cooperative(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared, gpuStream_t stream,
-                        Args&&... args) {
-#if defined(HIPFORMERS_WITH_CUDA)
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeCooperative;
-  attribute.val.cooperative = 1;
-  launch_ex(kernel, grid, block, shared, stream, &attribute, std::forward<Args>(args)...);
-#else
-  std::tuple<Params...> values(static_cast<Params>(std::forward<Args>(args))...);
-  void* pointers[sizeof...(Params)];
-  std::apply([&](auto&... v) {
-    std::size_t i = 0;
-    ((pointers[i++] = static_cast<void*>(&v)), ...);
-  }, values);
-  check(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, block, pointers,
-                                   static_cast<unsigned>(shared), stream),
-        "hipLaunchCooperativeKernel");
 #endif
 }
 

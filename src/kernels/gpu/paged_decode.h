@@ -1,9 +1,8 @@
 // Split-K ("flash-decoding") attention over the paged KV cache, as
 // block-level device code: paged_decode_kernel (paged_attention_gpu.cu) runs
-// one paged_decode_block per block, and the persistent decode step
-// (decode_step_gpu.cu) runs the same blocks as the work items of its
-// attention phase. The host side (decode_plan) decides how a step is cut, so
-// both cut it alike and share one scratch layout.
+// one paged_decode_block per block; a kernel that runs attention as one of
+// several phases can run the same blocks as work items. The host side
+// (decode_plan) decides how a step is cut and where the scratch lies.
 #pragma once
 
 #include <algorithm>
@@ -81,10 +80,9 @@ struct DecodeQkv {
   QkNormRope rope{};
 };
 
-// Everything one decode launch reads (the kernel's arguments; a struct so the
-// persistent decode step can hand the same to paged_decode_block). Plain
-// pointers: inside the persistent step q is rewritten by other blocks between
-// grid barriers, so no load may take the read-only path.
+// Everything one decode launch reads (the kernel's arguments, as one struct).
+// Plain pointers, so no load takes the read-only path: a caller may run
+// these blocks inside a kernel whose other phases rewrite q.
 template <typename T> struct DecodeParams {
   const T* q = nullptr;
   const T* kpool = nullptr;
