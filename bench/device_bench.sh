@@ -70,9 +70,9 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       ncu_summary "$OUT/ncu_prefill.csv" ;;
     ab)
       # Batch 1 and 8 decode (128 + 128), one variant of the defaults per
-      # line: the persistent decode step switched on, the folded norm/SwiGLU
-      # (a KernelConfig picking them), and switched off in turn the fused
-      # q/k/v + attention kernel, the GEMV grid cap, dependent launches, graphs.
+      # line: the folded norm/SwiGLU (a KernelConfig picking them), and
+      # switched off in turn the fused q/k/v + attention kernel, the GEMV
+      # grid cap, dependent launches, graphs.
       printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}, "SiLUAndMul": {"cuda": "silu_and_mul_gpu"}}' \
         >/tmp/hf_separate.json
       printf '{"SiLUAndMul": {"cuda": "silu_and_mul_gpu"}}' >/tmp/hf_norm_only.json
@@ -80,12 +80,11 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       printf '{"RMSNorm": {"cuda": "rms_norm_in_projection"}, "SiLUAndMul": {"cuda": "silu_and_mul_in_projection"}}' \
         >/tmp/hf_folded.json
       for b in ${AB_BATCHES:-1 8}; do
-        for v in ${AB_VARIANTS:-default persistent folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
+        for v in ${AB_VARIANTS:-default folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
           extra=""; envs=""
           case "$v" in
             separate|norm_only|silu_only|folded) extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
             unfused_qkv_attn) envs="HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1" ;;
-            persistent) envs="HIPFORMERS_PERSISTENT_DECODE=1" ;;
             gemv_uncapped) envs="HIPFORMERS_GEMV_BLOCKS_PER_SM=0" ;;
             no_pdl) envs="HIPFORMERS_DISABLE_PDL=1" ;;
             no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
