@@ -58,11 +58,6 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
 void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
                     int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
-// qkv_rope_write + paged_attention in one decode kernel (paged_attention_gpu.cu).
-bool qkv_rope_attention_fusable(const PagedBatch& batch);
-void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
-                                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
-                                     const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch);
 void silu_and_mul_packed(const Tensor& gate_up, DType dtype, Tensor& out);
 void embedding(const Tensor& weight, const Tensor& ids, Tensor& out);
 void argmax_rows(const Tensor& logits, Tensor& ids);
@@ -104,8 +99,9 @@ constexpr int64_t kMaxAttentionHeadDim = 256;
 void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch, int64_t heads,
                     int64_t kv_heads, DType dtype, PagedKVLayer& cache, Tensor& q_out);
-// qkv_rope_write + paged_attention in one decode kernel (paged_attention_gpu.cu).
-bool qkv_rope_attention_fusable(const PagedBatch& batch);
+// qkv_rope_write + paged_attention in one decode kernel (paged_decode_gpu.cu),
+// for the decode batches, storage dtypes and head dims it is built for.
+bool qkv_rope_attention_fusable(const PagedBatch& batch, DType storage, int64_t head_dim);
 void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                                      const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
                                      const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch);

@@ -1,18 +1,7 @@
 // Attention over the paged KV cache (paged_attention.h) on the GPU.
 //
-// Decode (every sequence has exactly one query: num_tokens == num_seqs and
-// max_query_len == 1): split-K "flash-decoding". Grid (split, kv head x head
-// chunk, sequence); a block handles up to kG query heads sharing one kv head,
-// so each key/value row is read once for all of them, over a fixed range of
-// pages_per_split pages. Launch sizes depend only on host-known bounds
-// (num_seqs, max_seq_len); seq_lens is read on the device and blocks past a
-// sequence's end (or before its sliding window) exit at once, so a captured
-// graph can be replayed with other lengths. With one split the block writes
-// the output; otherwise it writes its partial (max, sum, acc[D]) to the F32
-// scratch, and the last split of a (sequence, kv head, head chunk) to finish
-// (a counter in the scratch, reset by that block for the next launch)
-// combines them: no separate merge kernel. The kernel is launched dependent
-// (gpu/launch.h), so it is scheduled while the q/k/v kernel drains.
+// Decode batches (one query per sequence) run the split-K kernel of
+// paged_decode_gpu.cu.
 //
 // Prefill (anything else: ragged batches of any query counts, causal, sliding
 // window, GQA): flash-attention-2 style. A block takes a tile of queries of
@@ -44,16 +33,6 @@ namespace hipformers::kernels::gpu {
 namespace {
 
 constexpr int kPrefillThreads = 128;
-
-// ---- Decode: split-K (gpu/paged_decode.h) ------------------------------------
-// Grid (split, kv head x head chunk, sequence). Launched dependent: q and
-// this step's K/V come from the previous kernel.
-template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
-__global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(DecodeParams<T> p) {
-  allow_dependents();
-  grid_dependency_wait();
-  paged_decode_block<T, kD, kVec, kLanes, kG, kFused>(p, blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y);
-}
 
 // ---- Prefill: portable tiled SIMT kernel --------------------------------------
 // 128 threads as 8 row groups (ty) x 16 column lanes (tx): a thread holds
@@ -507,39 +486,6 @@ struct Args {
   float scale;
 };
 
-// fused: null for plain decode, else the q|k|v prologue (kFused).
-template <typename T, int kD, int kVec, int kLanes>
-void launch_decode(const DecodeParams<T>& prm, const DecodePlan& p, int num_seqs, bool fused, gpuStream_t s) {
-  const dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(prm.kv_heads * p.head_chunks),
-                  static_cast<unsigned>(num_seqs));
-  auto go = [&](auto kernel) { launch_dependent(kernel, grid, dim3(kDecodeThreads), 0, s, prm); };
-  auto by_group = [&](auto fused_tag) {
-    constexpr bool kF = decltype(fused_tag)::value;
-    switch (p.kG) {
-      case 1: go(paged_decode_kernel<T, kD, kVec, kLanes, 1, kF>); break;
-      case 2: go(paged_decode_kernel<T, kD, kVec, kLanes, 2, kF>); break;
-      case 4: go(paged_decode_kernel<T, kD, kVec, kLanes, 4, kF>); break;
-      default: go(paged_decode_kernel<T, kD, kVec, kLanes, 8, kF>); break;
-    }
-  };
-  if (fused) by_group(std::true_type{});
-  else by_group(std::false_type{});
-}
-
-template <typename T>
-void run_decode(const T* q, const PagedBatch& batch, const AttentionSpec& spec, const PagedKVLayer& cache, T* out,
-                float* partial, const DecodeQkv* fused, gpuStream_t s) {
-  const DecodePlan p = decode_plan(batch, spec);
-  DecodeParams<T> prm = decode_params<T>(batch, spec, p, q, cache, out, partial);
-  if (fused) prm.fused = *fused;
-  const int n = static_cast<int>(batch.num_seqs);
-  with_decode_shape<T>(prm.D, [&](auto kd, auto kvec, auto klanes) {
-    launch_decode<T, decltype(kd)::value, decltype(kvec)::value, decltype(klanes)::value>(prm, p, n, fused != nullptr,
-                                                                                          s);
-  });
-  check_launch("paged_attention (decode)");
-}
-
 template <typename T, int kD, int kBQ, int kBK>
 void launch_prefill_simt(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
                          gpuStream_t s) {
@@ -603,13 +549,6 @@ void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, co
 
 }  // namespace
 
-int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec) {
-  if (!is_decode(batch) || batch.num_seqs == 0 || spec.kv_heads <= 0 || spec.heads <= 0) return 0;
-  const DecodePlan p = decode_plan(batch, spec);
-  static_assert(sizeof(int) == sizeof(float), "a merge counter takes one F32 element");
-  return partial_elems(batch.num_seqs, spec.heads, spec.head_dim, p) + counter_elems(batch.num_seqs, spec.kv_heads, p);
-}
-
 namespace {
 Args make_args(const PagedBatch& batch, const AttentionSpec& spec) {
   Args a{};
@@ -631,39 +570,16 @@ Args make_args(const PagedBatch& batch, const AttentionSpec& spec) {
 void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
                      Tensor& out, Tensor* scratch) {
   if (batch.num_tokens == 0 || batch.num_seqs == 0) return;
+  if (is_decode(batch)) return paged_attention_decode(q, batch, cache, spec, out, scratch);
   gpuStream_t s = stream_for(q.device().index);
   const Args a = make_args(batch, spec);
-  float* partial = scratch && scratch->defined() ? static_cast<float*>(scratch->mutable_raw_data()) : nullptr;
   dispatch_float(q.dtype(), [&](auto tag) {
     using E = decltype(tag);
     const E* qp = static_cast<const E*>(q.raw_data());
     const E* kp = static_cast<const E*>(cache.k.raw_data());
     const E* vp = static_cast<const E*>(cache.v.raw_data());
     E* op = static_cast<E*>(out.mutable_raw_data());
-    if (is_decode(batch)) run_decode<E>(qp, batch, spec, cache, op, partial, nullptr, s);
-    else run_prefill<E>(a, qp, kp, vp, op, batch, s);
-  });
-}
-
-// Each split block of the fused kernel normalises and rotates its own query
-// heads, which pays off for small batches only: at 64 sequences on the H200
-// the two ops took 2.53 ms per decode step, the fused kernel 3.05
-// (docs/PERFORMANCE.md).
-constexpr int64_t kFusedQkvAttentionMaxSeqs = 8;
-bool qkv_rope_attention_fusable(const PagedBatch& batch) {
-  return is_decode(batch) && batch.num_seqs > 0 && batch.num_seqs <= kFusedQkvAttentionMaxSeqs;
-}
-
-void qkv_rope_paged_attention_decode(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
-                                     const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,
-                                     const AttentionSpec& spec, PagedKVLayer& cache, Tensor& out, Tensor* scratch) {
-  gpuStream_t s = stream_for(qkv.device().index);
-  float* partial = scratch && scratch->defined() ? static_cast<float*>(scratch->mutable_raw_data()) : nullptr;
-  const DecodeQkv fused = decode_qkv(q_norm, k_norm, cache, inv_freq, eps, attention_scaling, spec);
-  dispatch_float(qkv.dtype(), [&](auto tag) {
-    using E = decltype(tag);
-    run_decode<E>(static_cast<const E*>(qkv.raw_data()), batch, spec, cache, static_cast<E*>(out.mutable_raw_data()),
-                  partial, &fused, s);
+    run_prefill<E>(a, qp, kp, vp, op, batch, s);
   });
 }
 

@@ -503,4 +503,9 @@ template <typename T, typename F> void with_decode_shape(int D, F&& f) {
   else f(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 32>{});
 }
 
+
+// The decode batches of paged_attention (paged_decode_gpu.cu).
+void paged_attention_decode(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache,
+                            const AttentionSpec& spec, Tensor& out, Tensor* scratch);
+
 }  // namespace hipformers::kernels::gpu
