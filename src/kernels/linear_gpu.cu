@@ -116,6 +116,24 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs<T> args) {
   g.run();
 }
 
+// SM count and warp width per device (cached; attribute queries are host-only).
+struct GemvDeviceInfo {
+  int sms = 0, warp = 0;
+};
+GemvDeviceInfo gemv_device_info(int device) {
+  static std::mutex mutex;
+  static std::map<int, GemvDeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mutex);
+  GemvDeviceInfo& info = infos[device];
+  if (info.sms == 0) {
+    gpuDeviceProp_t prop{};
+    check(gpuGetDeviceProperties(&prop, device), "gpuGetDeviceProperties");
+    info.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+    info.warp = prop.warpSize > 0 ? prop.warpSize : 32;
+  }
+  return info;
+}
+
 // Grid shape of the GEMV. At most blocks_per_sm blocks per multiprocessor
 // (0: one block per tile): a block holds ~100 registers x 256 threads, so
 // uncapped grids fill the register file and the next kernel of a decode
@@ -148,7 +166,7 @@ void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DTyp
                  gpuStream_t s, int input = kInputPlain, int output = kOutputPlain, const GemvFusion& fusion = {}) {
   const int64_t in_f = weight.size(1);
   const int64_t out_f = output == kOutputSwiGLU ? weight.size(0) / 2 : weight.size(0);
-  const DeviceLimits info = device_limits(x.device().index);
+  const GemvDeviceInfo info = gemv_device_info(x.device().index);
   const int warps = kGemvThreads / info.warp;
   const int64_t groups = gemv_groups(out_f, output);
   dispatch_float(x.dtype(), [&](auto tag) {

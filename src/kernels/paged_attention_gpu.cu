@@ -18,7 +18,6 @@
 // (accumulated in fp32), the sum over the unrounded exponentials, output
 // rounded once. The running max advances per key tile here instead of per key,
 // so bf16/f16 outputs can differ from the CPU in the last place.
-#include <climits>
 #include <limits>
 #include <mutex>
 #include <type_traits>

@@ -1,7 +1,5 @@
 // The small-batch GEMV (rows <= 8: decode projections), as block-level
-// device code: gemv_kernel in linear_gpu.cu runs one GemvBlock per block; a
-// kernel that runs several phases (a persistent decode step) can run the
-// same blocks in turn.
+// device code: gemv_kernel in linear_gpu.cu runs one GemvBlock per block.
 //
 // Layout. A warp owns kGemvFeatures (R = 4) weight rows; its lanes split the
 // in dimension in 16-byte vectors of W (8 bf16/f16 or 4 f32 values), lane l

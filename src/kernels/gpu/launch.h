@@ -19,15 +19,9 @@
 //     kernel never holds back one it depends on.
 // On HIP and older GPUs both calls compile to nothing and the launch is an
 // ordinary stream-ordered one.
-//
-// Also here: device_limits (SMs and warp width per device), what launch
-// shapes are computed from.
 #pragma once
 
-#include <cstddef>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "gpu_types.h"
@@ -70,26 +64,6 @@ inline bool dependent_launch_enabled() {
     return !(v && *v && *v != '0');
   }();
   return enabled;
-}
-
-// What launch shapes depend on, per device (cached: property queries are
-// slow and host-only).
-struct DeviceLimits {
-  int sms = 0;    // multiprocessors (CUs)
-  int warp = 32;  // the device's warp width (kWarp is the device pass's)
-};
-inline DeviceLimits device_limits(int device) {
-  static std::mutex mutex;
-  static std::map<int, DeviceLimits> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  DeviceLimits& d = cache[device];
-  if (d.sms == 0) {
-    gpuDeviceProp_t prop{};
-    check(gpuGetDeviceProperties(&prop, device), "gpuGetDeviceProperties");
-    d.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
-    d.warp = prop.warpSize > 0 ? prop.warpSize : 32;
-  }
-  return d;
 }
 
 // kernel<<<grid, block, shared, stream>>>(args...), as a dependent launch where supported.

@@ -1,8 +1,8 @@
 // Split-K ("flash-decoding") attention over the paged KV cache, as
 // block-level device code: paged_decode_kernel (paged_attention_gpu.cu) runs
-// one paged_decode_block per block; a kernel that runs attention as one of
-// several phases can run the same blocks as work items. The host side
-// (decode_plan) decides how a step is cut and where the scratch lies.
+// one paged_decode_block per block. The host side (decode_plan) decides how
+// a step is cut and where the scratch lies; paged_attention_gpu.cu uses the
+// same plan to size the scratch.
 #pragma once
 
 #include <algorithm>
@@ -81,8 +81,6 @@ struct DecodeQkv {
 };
 
 // Everything one decode launch reads (the kernel's arguments, as one struct).
-// Plain pointers, so no load takes the read-only path: a caller may run
-// these blocks inside a kernel whose other phases rewrite q.
 template <typename T> struct DecodeParams {
   const T* q = nullptr;
   const T* kpool = nullptr;
@@ -101,9 +99,9 @@ template <typename T> struct DecodeParams {
 
 // One block's work: split `split` of block column `column` (kv head x head
 // chunk; `columns` of them) of sequence b. Called by every thread of a block
-// of kThreads threads; returns early (block-uniformly) where the range holds
+// of kDecodeThreads threads; returns early (block-uniformly) where the range holds
 // no visible key.
-template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused, int kThreads = kDecodeThreads>
+template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
 __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int split, int column, int b,
                                                    int columns) {
   const T* q = p.q;
@@ -122,8 +120,8 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   const DecodeQkv& fused = p.fused;
   constexpr int kChunks = kD / (kVec * kLanes);  // vectors per lane
   constexpr int kPer = kChunks * kVec;           // dims per lane
-  constexpr int kRows = kThreads / kLanes; // key rows in flight
-  constexpr int kWarps = kThreads / kWarp;
+  constexpr int kRows = kDecodeThreads / kLanes; // key rows in flight
+  constexpr int kWarps = kDecodeThreads / kWarp;
   constexpr int kKeysPerLane = kPage / kWarp;    // softmax: keys of a tile per lane
   constexpr int kIters = kPage / kRows;          // key rows per thread and page
   // Key rows whose vectors a thread holds at once (at most 64 floats).
@@ -141,7 +139,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   const int row = query_start[b];
   if (len <= 0) {  // no keys: a zero output (written once, by split 0)
     if (split == 0)
-      for (int idx = threadIdx.x; idx < ng * D; idx += kThreads)
+      for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads)
         store(out + (static_cast<int64_t>(row) * heads + h0 + idx / D) * D + idx % D, 0.0f);
     return;
   }
@@ -172,13 +170,13 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
                        [&](int i, float v) { s_kv[0][i] = stored_as<T>(v); });
     }
     if (has_new)
-      for (int d = threadIdx.x; d < D; d += kThreads) s_kv[1][d] = load(src + static_cast<int64_t>(heads + kv_heads + g) * D + d);
+      for (int d = threadIdx.x; d < D; d += kDecodeThreads) s_kv[1][d] = load(src + static_cast<int64_t>(heads + kv_heads + g) * D + d);
     __syncthreads();
     if (has_new && chunk == 0) {  // the cache write (the other chunks' blocks use s_kv alone)
       const int64_t at = ((static_cast<int64_t>(table[pos / kPage]) * kv_heads + g) * kPage + pos % kPage) * D;
       T* kw = static_cast<T*>(fused.k_pool) + at;
       T* vw = static_cast<T*>(fused.v_pool) + at;
-      for (int d = threadIdx.x; d < D; d += kThreads) {
+      for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
         store(kw + d, s_kv[0][d]);
         store(vw + d, s_kv[1][d]);
       }
@@ -355,7 +353,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
           }
     __syncthreads();
   }
-  for (int idx = threadIdx.x; idx < ng * D; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads) {
     const int gg = idx / D, d = idx % D, h = h0 + gg;
     if (splits == 1) {
       store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(s_red[gg][d] / s_l[gg], mode));
@@ -395,7 +393,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
       const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
       sum += pq[1] * expf(pq[0] - mx);
     }
-    for (int d = threadIdx.x; d < D; d += kThreads) {
+    for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
       float a = 0.0f;
       for (int q = s0; q <= s1; ++q) {
         const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
