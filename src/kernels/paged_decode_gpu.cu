@@ -31,11 +31,11 @@ template <typename T, int kD> constexpr bool kFusedInstantiated = sizeof(T) == 2
 
 // ---- Decode: split-K (gpu/paged_decode.h) ------------------------------------
 // Grid (split, kv head x head chunk, sequence). Launched dependent: q and
-// this step's K/V come from the previous kernel.
+// this step's K/V come from the previous kernel; the block waits for it once
+// it has loaded the older keys (paged_decode_block).
 template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
 __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(DecodeParams<T> p) {
   allow_dependents();
-  grid_dependency_wait();
   paged_decode_block<T, kD, kVec, kLanes, kG, kFused>(p, blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y);
 }
 

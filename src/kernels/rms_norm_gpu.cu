@@ -55,12 +55,19 @@ template <typename T>
 __global__ void __launch_bounds__(256) rms_norm_vec_kernel(const T* __restrict__ add, T* x,
                                                            const T* __restrict__ weight, T* out,
                                                            float* __restrict__ rstd, int64_t H, float eps, int mode) {
-  allow_dependents();
-  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   __shared__ float scratch[kMaxWarps];
   constexpr int V = kVec16<T>, kThreads = kVecThreads<T>;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * H;
   const int64_t nv = H / V;
+  // The weight depends on no kernel: loaded while the previous one drains.
+  uint4 wv[kVecPer];
+#pragma unroll
+  for (int k = 0; k < kVecPer; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kThreads;
+    if (j < nv) wv[k] = *reinterpret_cast<const uint4*>(weight + j * V);
+  }
+  allow_dependents();
+  grid_dependency_wait();  // launched dependent (gpu/launch.h)
   uint4 xv[kVecPer];
   float e[V];
 #pragma unroll
@@ -108,11 +115,10 @@ __global__ void __launch_bounds__(256) rms_norm_vec_kernel(const T* __restrict__
   for (int k = 0; k < kVecPer; ++k) {
     const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kThreads;
     if (j >= nv) break;
-    const uint4 wv = *reinterpret_cast<const uint4*>(weight + j * V);
     uint4 o;
 #pragma unroll
     for (int i = 0; i < V; ++i)
-      vec16_put<T>(o, i, round_to(vec16_get<T>(wv, i) * round_to(vec16_get<T>(xv[k], i) * inv, mode), mode));
+      vec16_put<T>(o, i, round_to(vec16_get<T>(wv[k], i) * round_to(vec16_get<T>(xv[k], i) * inv, mode), mode));
     *reinterpret_cast<uint4*>(out + base + j * V) = o;
   }
 }

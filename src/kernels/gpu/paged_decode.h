@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "gpu_types.h"
+#include "launch.h"
 #include "qk_norm_rope.h"
 #include "hipformers/kernels/paged_attention.h"
 
@@ -100,7 +101,8 @@ template <typename T> struct DecodeParams {
 // One block's work: split `split` of block column `column` (kv head x head
 // chunk; `columns` of them) of sequence b. Called by every thread of a block
 // of kDecodeThreads threads; returns early (block-uniformly) where the range holds
-// no visible key.
+// no visible key. Waits for the previous kernel (grid_dependency_wait) itself,
+// once it has loaded what does not depend on it.
 template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
 __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int split, int column, int b,
                                                    int columns) {
@@ -132,12 +134,16 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   __shared__ float s_corr[kG], s_m[kG], s_l[kG];
   __shared__ float s_red[kG][kD];
 
-    const int g = column / head_chunks, chunk = column % head_chunks;
+  const int g = column / head_chunks, chunk = column % head_chunks;
   const int h0 = g * group + chunk * kG;
   const int ng = min(kG, group - chunk * kG);
+  // Before the dependent wait (gpu/launch.h) the block reads only what no
+  // kernel of this step writes: the step's metadata (copied before the step
+  // is enqueued) and the keys/values of earlier steps (< pos).
   const int len = seq_lens[b];
   const int row = query_start[b];
   if (len <= 0) {  // no keys: a zero output (written once, by split 0)
+    grid_dependency_wait();
     if (split == 0)
       for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads)
         store(out + (static_cast<int64_t>(row) * heads + h0 + idx / D) * D + idx % D, 0.0f);
@@ -151,23 +157,80 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   const int lane = threadIdx.x % kLanes, rgroup = threadIdx.x / kLanes;
   const int wlane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
+  const int ts0 = begin / kPage * kPage;
 
-  // kFused: the roped q heads, and the new key's k and v (as stored, T-rounded).
-  __shared__ float s_q[kFused ? kG : 1][kFused ? kD : 1];
-  __shared__ float s_kv[kFused ? 2 : 1][kFused ? kD : 1];
+  // The first page's keys (but key pos, this step's) go into registers, and
+  // L2 is asked for every other K/V line of the range, while the previous
+  // kernel still runs. Only where the whole page fits the key registers.
+  constexpr bool kPreload = kBatch == kIters;
+  float kreg[kBatch][kChunks][kVec];
+  __shared__ float s_kv[kFused ? 2 : 1][kFused ? kD : 1];  // kFused: the new key's k and v (as stored)
   const bool has_new = kFused && end == len;  // this range holds key pos
+  // Key rows it0 + [0, kBatch) of the page at ts (rows: its K or V) into
+  // kreg: kOld takes the keys before pos (zeros elsewhere: usable before
+  // the wait), kNew only key pos, kAll every visible key; key pos comes
+  // from `fresh` (shared memory) where this block computed it.
+  enum Rows { kOld, kNew, kAll };
+  auto load_rows = [&](const T* rows, const float* fresh, int ts, int it0, Rows what) {
+#pragma unroll
+    for (int ib = 0; ib < kBatch; ++ib) {
+      const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
+      const bool valid = key >= begin && key < end && (what != kOld || key != pos);
+      if (what == kNew && key != pos) continue;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int d0 = (c * kLanes + lane) * kVec;
+        if (what != kOld && has_new && key == pos && d0 < D)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = fresh[kFused ? d0 + e : 0];
+        else if (valid && d0 < D) load_vec<T, kVec>(rows + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
+        else
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;  // masked rows add 0 * 0
+      }
+    }
+  };
+  const int64_t base0 = (static_cast<int64_t>(table[ts0 / kPage]) * kv_heads + g) * kPage * D;
+  if constexpr (kPreload) load_rows(kpool + base0, nullptr, ts0, 0, kOld);
+  for (int ts = ts0; ts < end; ts += kPage) {
+    const int64_t base = ts == ts0 ? base0 : (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
+    for (int j = rgroup; j < kPage; j += kRows) {
+      const int key = ts + j;
+      if (key < begin || key >= end || key == pos) continue;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int d0 = (c * kLanes + lane) * kVec;
+        if (d0 < D && (d0 * static_cast<int>(sizeof(T))) % 128 == 0) {
+          if (!kPreload || ts != ts0) prefetch_l2_line(kpool + base + static_cast<int64_t>(j) * D + d0);
+          prefetch_l2_line(vpool + base + static_cast<int64_t>(j) * D + d0);
+        }
+      }
+    }
+  }
+  // RoPE's coefficients for the position (the fused prologue's register path).
+  RopeCoefs rope{};
+  if constexpr (kFused) {
+    if (rope_in_regs(D)) rope = rope_coefs(fused.rope, static_cast<float>(pos), wlane);
+  }
+  grid_dependency_wait();
+
+  // kFused: the roped q heads.
+  __shared__ float s_q[kFused ? kG : 1][kFused ? kD : 1];
   if constexpr (kFused) {
     const T* src = q + static_cast<int64_t>(row) * (heads + 2 * kv_heads) * D;
     const T* q_norm = static_cast<const T*>(fused.q_norm);
     const T* k_norm = static_cast<const T*>(fused.k_norm);
     const float fpos = static_cast<float>(pos);
+    const bool regs = rope_in_regs(D);
     for (int task = warp; task < ng + (has_new ? 1 : 0); task += kWarps) {
-      if (task < ng)
-        norm_rope_head(src + static_cast<int64_t>(h0 + task) * D, q_norm, fused.rope, fpos, wlane,
-                       [&](int i, float v) { s_q[task][i] = stored_as<T>(v); });
-      else
-        norm_rope_head(src + static_cast<int64_t>(heads + g) * D, k_norm, fused.rope, fpos, wlane,
-                       [&](int i, float v) { s_kv[0][i] = stored_as<T>(v); });
+      const T* head = src + static_cast<int64_t>(task < ng ? h0 + task : heads + g) * D;
+      const T* w = task < ng ? q_norm : k_norm;
+      auto put = [&](int i, float v) {
+        if (task < ng) s_q[task][i] = stored_as<T>(v);
+        else s_kv[0][i] = stored_as<T>(v);
+      };
+      if (regs) norm_rope_head(head, w, fused.rope, rope, wlane, put);
+      else norm_rope_head(head, w, fused.rope, fpos, wlane, put);
     }
     if (has_new)
       for (int d = threadIdx.x; d < D; d += kDecodeThreads) s_kv[1][d] = load(src + static_cast<int64_t>(heads + kv_heads + g) * D + d);
@@ -211,32 +274,18 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
     l[gg] = 0.0f;
   }
 
-  for (int ts = begin / kPage * kPage; ts < end; ts += kPage) {
-    const int64_t base = (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
+  for (int ts = ts0; ts < end; ts += kPage) {
+    const int64_t base = ts == ts0 ? base0 : (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
     const T* kb = kpool + base;
     const T* vb = vpool + base;
     // Scores of this page's keys for every head. Every K vector of the page
     // this thread needs is loaded before any is used (kIters independent
-    // loads in flight instead of one memory latency per key row).
-    float kreg[kBatch][kChunks][kVec];
+    // loads in flight instead of one memory latency per key row); the first
+    // page's old keys are in kreg already.
+    const bool preloaded = kPreload && ts == ts0;
 #pragma unroll
     for (int it0 = 0; it0 < kIters; it0 += kBatch) {
-#pragma unroll
-      for (int ib = 0; ib < kBatch; ++ib) {
-        const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
-        const bool valid = key >= begin && key < end;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          const int d0 = (c * kLanes + lane) * kVec;
-          if (has_new && key == pos && d0 < D)
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = s_kv[0][kFused ? d0 + e : 0];
-          else if (valid && d0 < D) load_vec<T, kVec>(kb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
-          else
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;
-        }
-      }
+      load_rows(kb, s_kv[0], ts, it0, preloaded ? kNew : kAll);
 #pragma unroll
       for (int ib = 0; ib < kBatch; ++ib) {
         const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
@@ -294,22 +343,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
     // Likewise every V vector of a batch first, then p . v.
 #pragma unroll
     for (int it0 = 0; it0 < kIters; it0 += kBatch) {
-#pragma unroll
-      for (int ib = 0; ib < kBatch; ++ib) {
-        const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
-        const bool valid = key >= begin && key < end;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          const int d0 = (c * kLanes + lane) * kVec;
-          if (has_new && key == pos && d0 < D)
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = s_kv[1][kFused ? d0 + e : 0];
-          else if (valid && d0 < D) load_vec<T, kVec>(vb + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
-          else
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;  // masked rows add 0 * 0
-        }
-      }
+      load_rows(vb, s_kv[kFused ? 1 : 0], ts, it0, kAll);
 #pragma unroll
       for (int ib = 0; ib < kBatch; ++ib) {
         const int j = rgroup + (it0 + ib) * kRows;

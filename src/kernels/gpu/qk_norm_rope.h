@@ -49,9 +49,33 @@ inline QkNormRope qk_norm_rope_args(const Tensor& inv_freq, int64_t head_dim, do
 // sit in the same lane. The sum of squares runs in the generic path's order
 // (virtual warp vw of rms_norm's block sums elements k * warp + lane with
 // k % (norm_threads / warp) == vw, k rising), so both give the same bits.
+// RoPE's rounded cos/sin for the pairs a lane rotates in the register path
+// (kPer / 2 of them): they depend on the position alone, so a kernel may
+// compute them before its input exists.
+struct RopeCoefs {
+  float c[2], s[2];
+};
+template <int kPer>
+__device__ __forceinline__ RopeCoefs rope_coefs_regs(const QkNormRope& a, float pos, int lane) {
+  static_assert(kPer / 2 <= 2, "RopeCoefs holds two pairs");
+  RopeCoefs r{};
+#pragma unroll
+  for (int k = 0; k < kPer / 2; ++k) {
+    const float angle = a.inv_freq[k * kWarp + lane] * pos;
+    r.c[k] = round_to(cosf(angle) * a.scaling, a.mode);
+    r.s[k] = a.sign * round_to(sinf(angle) * a.scaling, a.mode);
+  }
+  return r;
+}
+// Whether head_dim D takes the register path (and so RopeCoefs).
+__device__ __forceinline__ bool rope_in_regs(int D) { return D == 2 * kWarp || D == 4 * kWarp; }
+__device__ __forceinline__ RopeCoefs rope_coefs(const QkNormRope& a, float pos, int lane) {
+  return a.head_dim == 2 * kWarp ? rope_coefs_regs<2>(a, pos, lane) : rope_coefs_regs<4>(a, pos, lane);
+}
+
 template <int kPer, typename T, typename Out>
-__device__ __forceinline__ void norm_rope_head_regs(const T* src, const T* w, const QkNormRope& a, float pos,
-                                                    int lane, Out out) {
+__device__ __forceinline__ void norm_rope_head_regs(const T* src, const T* w, const QkNormRope& a,
+                                                    const RopeCoefs& rc, int lane, Out out) {
   const int D = kPer * kWarp, half = D / 2, mode = a.mode, nvw = a.norm_threads / kWarp;
   float x[kPer];
 #pragma unroll
@@ -79,12 +103,18 @@ __device__ __forceinline__ void norm_rope_head_regs(const T* src, const T* w, co
   for (int k = 0; k < kPer / 2; ++k) {
     const int i = k * kWarp + lane;
     const float x0 = x[k], x1 = x[k + kPer / 2];
-    const float angle = a.inv_freq[i] * pos;
-    const float c = round_to(cosf(angle) * a.scaling, mode);
-    const float s = a.sign * round_to(sinf(angle) * a.scaling, mode);
+    const float c = rc.c[k], s = rc.s[k];
     out(i, round_to(round_to(x0 * c, mode) + round_to(-x1 * s, mode), mode));
     out(i + half, round_to(round_to(x1 * c, mode) + round_to(x0 * s, mode), mode));
   }
+}
+
+// With the coefficients from rope_coefs (rope_in_regs(D) only).
+template <typename T, typename Out>
+__device__ __forceinline__ void norm_rope_head(const T* src, const T* w, const QkNormRope& a, const RopeCoefs& rc,
+                                               int lane, Out out) {
+  if (a.head_dim == 2 * kWarp) norm_rope_head_regs<2>(src, w, a, rc, lane, out);
+  else norm_rope_head_regs<4>(src, w, a, rc, lane, out);
 }
 
 // out(i, v) receives every output element i in [0, D) once, v already
@@ -94,8 +124,8 @@ template <typename T, typename Out>
 __device__ __forceinline__ void norm_rope_head(const T* src, const T* w, const QkNormRope& a, float pos, int lane,
                                                Out out) {
   const int D = a.head_dim, half = D / 2, mode = a.mode;
-  if (D == 2 * kWarp) return norm_rope_head_regs<2>(src, w, a, pos, lane, out);
-  if (D == 4 * kWarp) return norm_rope_head_regs<4>(src, w, a, pos, lane, out);
+  if (D == 2 * kWarp) return norm_rope_head_regs<2>(src, w, a, rope_coefs_regs<2>(a, pos, lane), lane, out);
+  if (D == 4 * kWarp) return norm_rope_head_regs<4>(src, w, a, rope_coefs_regs<4>(a, pos, lane), lane, out);
   float inv = 0;
   if (w) {
     float total = 0;
