@@ -140,11 +140,12 @@ GemvDeviceInfo gemv_device_info(int device) {
 // step, launched dependent, finds no room to start loading its weights; one
 // block per SM leaves too few loads in flight. Two measured best on the
 // H200 (docs/PERFORMANCE.md). The K split grows until the tiles hold about
-// warp_tasks_per_sm warps' work per SM (gemv_split, gpu/gemv.h).
-// HIPFORMERS_GEMV_BLOCKS_PER_SM and HIPFORMERS_GEMV_WARP_TASKS_PER_SM
-// override them (for A/B measurements).
+// warp_tasks_per_sm warps' work per SM (gemv_split, gpu/gemv.h): 8 measured
+// best on the H200 for batch 1 and 8 (against 12, 16, 24: fewer, longer
+// warp tasks and fewer split sums). HIPFORMERS_GEMV_BLOCKS_PER_SM and
+// HIPFORMERS_GEMV_WARP_TASKS_PER_SM override them (for A/B measurements).
 struct GemvGrid {
-  int blocks_per_sm = 2, warp_tasks_per_sm = 24;
+  int blocks_per_sm = 2, warp_tasks_per_sm = 8;
 };
 GemvGrid gemv_grid() {
   static const GemvGrid grid = [] {
@@ -171,8 +172,8 @@ void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DTyp
   const int64_t groups = gemv_groups(out_f, output);
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) &&
-                     (input != kInputPlain || aligned16(x.raw_data()));
+    // 16-byte loads of W and x (the norm weight is staged in shared memory).
+    const bool vec = in_f % kVec16<T> == 0 && aligned16(weight.raw_data()) && aligned16(x.raw_data());
     const int64_t nv = vec ? in_f / kVec16<T> : in_f;
     const GemvGrid grid = gemv_grid();
     GemvArgs<T> a;

@@ -6,8 +6,8 @@
 // taking vectors l, l + S*warp, ... A block is 256 threads; with split S > 1
 // the S warps of a group split K further (vectors s*warp + l, ...) and their
 // sums meet in shared memory. S grows (1, 2, 4, 8) while the grid has fewer
-// than ~24 warps per SM and every lane keeps at least one vector, so small
-// out (1024) still fills the GPU. x rows (at most 8) are read as vectors
+// than ~8 warp tasks per SM (GemvGrid, linear_gpu.cu) and every lane keeps
+// at least two vectors, so small out (1024) still fills the GPU. x rows (at most 8) are read as vectors
 // through L1 (they are tiny and shared by all warps); each W vector is
 // converted once and used for every row: acc[row][feature] in fp32 (fmaf).
 // The R x ROWS sums leave the warp by a halving butterfly (N - 1 shuffles
@@ -32,10 +32,13 @@
 // silu_and_mul_packed would on the stored gate|up.
 //
 // Phases of a block (GemvBlock): load_first() puts the first chunk of its
-// first tile into registers and prefetch_l2() asks L2 for every other line
-// the block will read; both touch weights only, so they may run before the
-// inputs exist. run() then computes every tile of the block (tiles b, b +
-// grid, ...: the grid may be smaller than the number of tiles).
+// first tile into registers (and, with kInputNorm, the norm weight into
+// shared memory) and prefetch_l2() asks L2 for every other line the block
+// will read; both touch weights only, so they may run before the inputs
+// exist. run() then computes every tile of the block (tiles b, b + grid,
+// ...: the grid may be smaller than the number of tiles). A residual update
+// reads its residual element when the tile starts, so that load's latency
+// hides behind the tile's weight stream.
 #pragma once
 
 #include <cstddef>
@@ -103,6 +106,12 @@ template <int n, int off> __device__ __forceinline__ void butterfly_sum(float* a
   }
 }
 
+// The index of the sum butterfly_sum<n, off> leaves in `lane`.
+template <int n, int off> __device__ __forceinline__ int butterfly_index(int lane) {
+  if constexpr (off > 0 && n > 1) return ((lane & off) != 0 ? n / 2 : 0) + butterfly_index<n / 2, off / 2>(lane);
+  else return 0;
+}
+
 // v as the storage type holds it after round_to(mode) and store().
 template <typename T> __device__ __forceinline__ float stored(float v, int mode) {
   T t;
@@ -110,15 +119,14 @@ template <typename T> __device__ __forceinline__ float stored(float v, int mode)
   return load(&t);
 }
 
-// y[r, c] = v (+ bias), then the residual update.
+// y[r, c] = v (+ bias), then the residual update with res_old, the
+// residual's value read when the tile began.
 template <typename T>
-__device__ __forceinline__ void gemv_store(T* y, float v, int r, int64_t c, int64_t out_f, int mode, T* residual) {
-  T* out = y + r * out_f + c;
-  store(out, round_to(v, mode));
-  if (residual) {  // add_rms_norm's residual update: round(y as stored + residual)
-    T* res = residual + r * out_f + c;
-    store(res, round_to(load(out) + load(res), mode));
-  }
+__device__ __forceinline__ void gemv_store(T* y, float v, int r, int64_t c, int64_t out_f, int mode, T* residual,
+                                           float res_old) {
+  store(y + r * out_f + c, round_to(v, mode));
+  // add_rms_norm's residual update: round(y as stored + residual)
+  if (residual) store(residual + r * out_f + c, round_to(stored<T>(v, mode) + res_old, mode));
 }
 
 // What the GEMV folds into its input and output (fused_linear, linear.h).
@@ -150,11 +158,17 @@ template <typename T> struct GemvArgs {
 // rms_norm(x) * norm_w for the block's rows into shared memory (rows * in
 // values of T, rounded as the rms_norm kernel rounds them): warp w takes
 // rows w, w + warps, ...; its lanes sum squares over 16-byte vectors where
-// the rows allow (kVec), then the butterfly.
+// the rows allow (kVec), then the butterfly. nw: the norm weight, already
+// in shared memory (gemv_stage_norm_weight), so after the row's own loads
+// (the second pass over it hits L1) nothing waits on L2.
+template <typename T>
+__device__ __forceinline__ void gemv_stage_norm_weight(const T* norm_w, T* nw, int64_t in_f) {
+  for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) nw[i] = norm_w[i];
+}
+
 template <typename T, bool kVec>
-__device__ __forceinline__ void gemv_norm_input(const T* x, T* xs, int rows, int64_t in_f, const GemvFusion& fusion,
-                                                int mode) {
-  const T* nw = static_cast<const T*>(fusion.norm_w);
+__device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, int rows, int64_t in_f,
+                                                const GemvFusion& fusion, int mode) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   for (int r = warp; r < rows; r += warps) {
     const T* xr = x + static_cast<int64_t>(r) * in_f;
@@ -247,10 +261,18 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvB
       for (int f = 0; f < R; ++f) wv[u][f] = j + u * step < nv ? IO::load_w(wrow[f] + (j + u * step) * V) : Raw{};
   }
 
+  // kInputNorm: shared memory holds the norm weight (in_f values), then the
+  // normalised rows (rows * in_f): gemv_fused_bytes.
+  __device__ __forceinline__ T* fused_shared() const {
+    extern __shared__ uint4 fused_x[];
+    return reinterpret_cast<T*>(fused_x);
+  }
+
   __device__ __forceinline__ void load_first() {
     if (block >= tiles) return;
     rows_of(block, wrow);
     load_chunk(j0);
+    if constexpr (kInput == kInputNorm) gemv_stage_norm_weight(static_cast<const T*>(a.fusion.norm_w), fused_shared(), a.in_f);
   }
 
   // One prefetch per 128-byte line of the block's weight rows (all tiles),
@@ -273,9 +295,10 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvB
     if (block >= tiles) return;
     const T* xbase = a.x;
     if constexpr (kInput == kInputNorm) {  // once per block, for all its tiles
-      extern __shared__ uint4 fused_x[];
-      T* xs = reinterpret_cast<T*>(fused_x);
-      gemv_norm_input<T, kVec>(a.x, xs, a.rows, a.in_f, a.fusion, a.mode);
+      const T* nw = fused_shared();
+      T* xs = fused_shared() + a.in_f;
+      __syncthreads();  // the staged norm weight
+      gemv_norm_input<T, kVec>(a.x, nw, xs, a.rows, a.in_f, a.fusion, a.mode);
       xbase = xs;
     }
     const T* xrow[ROWS];
@@ -285,6 +308,21 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvB
     const int tid = static_cast<int>(threadIdx.x);
     const int split = a.split;
     for (int64_t tile = block; tile < tiles; tile += grid) {
+      // The output this thread stores for the tile (if any), and with a
+      // residual update that element's old value, loaded now.
+      int out_r = -1;
+      int64_t out_c = 0;
+      if (!kSwiGLU && split == 1) {
+        const int idx = butterfly_index<N, kWarp / 2>(lane);
+        out_r = lane % (kWarp / N) == 0 ? idx / R : -1;
+        out_c = (tile * groups + warp) * R + idx % R;
+      } else if (tid < groups * ROWS * kOuts) {
+        const int64_t grp = tile * groups + tid / (ROWS * kOuts);
+        out_r = tid / kOuts % ROWS;
+        out_c = kSwiGLU ? grp * 2 + tid % kOuts : grp * R + tid % kOuts;
+      }
+      if (out_r >= a.rows || out_c >= a.out_f) out_r = -1;
+      const float res_old = residual && out_r >= 0 ? load(residual + out_r * a.out_f + out_c) : 0.0f;
       float acc[N];
 #pragma unroll
       for (int i = 0; i < N; ++i) acc[i] = 0.0f;
@@ -330,38 +368,31 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvB
       butterfly_sum<N, kWarp / 2>(acc, lane, idx);
       const bool holder = lane % (kWarp / N) == 0;  // lanes holding distinct sums
       if (!kSwiGLU && split == 1) {
-        const int r = idx / R;
-        const int64_t c = (tile * groups + warp) * R + idx % R;
-        if (holder && r < a.rows && c < a.out_f)
-          gemv_store(a.y, acc[0] + (a.bias ? load(a.bias + c) : 0.0f), r, c, a.out_f, a.mode, residual);
+        if (out_r >= 0)
+          gemv_store(a.y, acc[0] + (a.bias ? load(a.bias + out_c) : 0.0f), out_r, out_c, a.out_f, a.mode, residual,
+                     res_old);
         continue;  // no shared memory used: no barrier needed
       }
       if (holder) partial[warp][idx] = acc[0];
       __syncthreads();
       // One thread per (group, row, output feature) of the tile adds the splits.
-      const int g = tid / (ROWS * kOuts), r = tid / kOuts % ROWS, o = tid % kOuts;
-      if (tid < groups * ROWS * kOuts && r < a.rows) {
+      if (out_r >= 0) {
+        const int g = tid / (ROWS * kOuts), r = out_r, o = tid % kOuts;
+        const int64_t c = out_c;
         auto sum_splits = [&](int i) {
           float v = partial[g * split][i];
           for (int q = 1; q < split; ++q) v += partial[g * split + q][i];
           return v;
         };
-        const int64_t grp = tile * groups + g;
         if constexpr (kSwiGLU) {
-          const int64_t c = grp * 2 + o;
-          if (c < a.out_f) {
-            // The projections as the unfused GEMV would have stored them.
-            const float gate = stored<T>(sum_splits(r * R + o) + (a.bias ? load(a.bias + c) : 0.0f), a.mode);
-            const float up =
-                stored<T>(sum_splits(r * R + 2 + o) + (a.bias ? load(a.bias + a.out_f + c) : 0.0f), a.mode);
-            const float silu = gate / (1.0f + expf(-gate));
-            gemv_store(a.y, round_to(silu, a.mode) * up, r, c, a.out_f, a.mode, residual);
-          }
+          // The projections as the unfused GEMV would have stored them.
+          const float gate = stored<T>(sum_splits(r * R + o) + (a.bias ? load(a.bias + c) : 0.0f), a.mode);
+          const float up = stored<T>(sum_splits(r * R + 2 + o) + (a.bias ? load(a.bias + a.out_f + c) : 0.0f), a.mode);
+          const float silu = gate / (1.0f + expf(-gate));
+          gemv_store(a.y, round_to(silu, a.mode) * up, r, c, a.out_f, a.mode, residual, res_old);
         } else {
-          const int64_t c = grp * R + o;
-          if (c < a.out_f)
-            gemv_store(a.y, sum_splits(r * R + o) + (a.bias ? load(a.bias + c) : 0.0f), r, c, a.out_f, a.mode,
-                       residual);
+          gemv_store(a.y, sum_splits(r * R + o) + (a.bias ? load(a.bias + c) : 0.0f), r, c, a.out_f, a.mode,
+                     residual, res_old);
         }
       }
       __syncthreads();  // partial is rewritten by the next tile
@@ -383,9 +414,10 @@ inline int gemv_split(int64_t groups, int64_t nv, int warps, int warp_width, int
     split *= 2;
   return split;
 }
-// Shared memory a normalised input needs (0 for a plain one).
+// Shared memory a normalised input needs (0 for a plain one): GemvBlock::fused_shared.
 inline std::size_t gemv_fused_bytes(int input, int64_t rows, int64_t in_f, DType storage) {
-  return input == kInputPlain ? 0 : static_cast<std::size_t>(rows * in_f) * dtype_size(storage);
+  // The norm weight, then the normalised rows.
+  return input == kInputPlain ? 0 : static_cast<std::size_t>((rows + 1) * in_f) * dtype_size(storage);
 }
 
 }  // namespace hipformers::kernels::gpu
