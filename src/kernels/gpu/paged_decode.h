@@ -417,48 +417,9 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   __syncthreads();
   if (!s_is_last) return;
   __threadfence();  // the other splits' partials, made visible before their arrival
-  // out = sum_q acc_q e^(m_q - mx) / sum_q l_q e^(m_q - mx) over the splits
-  // q. Volatile loads: the partials come from other multiprocessors, and
-  // this one's L1 may hold the same lines from an earlier step.
-  const int nsplit = s1 - s0 + 1;
-  auto head_partials = [&](int gg) {
-    return partial + (static_cast<int64_t>(b) * heads + h0 + gg) * splits * (D + 2);
-  };
-  if (nsplit <= kPage) {
-    // Every head's (m, l) in one round of loads into s_p (free by now), the
-    // weights e^(m_q - mx) and the sum by one thread per head, then every
-    // output element's loads at once: two memory round trips in all.
-    float (&s_w)[kG][kPage] = s_p;
-    for (int idx = threadIdx.x; idx < ng * nsplit; idx += kDecodeThreads) {
-      const int gg = idx / nsplit, q = idx % nsplit;
-      s_w[gg][q] = static_cast<const volatile float*>(head_partials(gg))[static_cast<int64_t>(s0 + q) * (D + 2)];
-      s_red[gg][q] = static_cast<const volatile float*>(head_partials(gg))[static_cast<int64_t>(s0 + q) * (D + 2) + 1];
-    }
-    __syncthreads();
-    if (threadIdx.x < ng) {
-      const int gg = threadIdx.x;
-      float mx = neg_inf();
-      for (int q = 0; q < nsplit; ++q) mx = fmaxf(mx, s_w[gg][q]);
-      float sum = 0.0f;
-      for (int q = 0; q < nsplit; ++q) {
-        const float w = expf(s_w[gg][q] - mx);
-        sum += s_red[gg][q] * w;
-        s_w[gg][q] = w;
-      }
-      s_l[gg] = sum;
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads) {
-      const int gg = idx / D, d = idx % D;
-      const volatile float* p = head_partials(gg) + static_cast<int64_t>(s0) * (D + 2) + 2 + d;
-      float a = 0.0f;
-      for (int q = 0; q < nsplit; ++q) a = fmaf(p[static_cast<int64_t>(q) * (D + 2)], s_w[gg][q], a);
-      store(out + (static_cast<int64_t>(row) * heads + h0 + gg) * D + d, round_to(a / s_l[gg], mode));
-    }
-    return;
-  }
-  for (int gg = 0; gg < ng; ++gg) {  // more splits than s_p holds: one head at a time
-    const volatile float* p = head_partials(gg);
+  for (int gg = 0; gg < ng; ++gg) {
+    const int h = h0 + gg;
+    const volatile float* p = partial + (static_cast<int64_t>(b) * heads + h) * splits * (D + 2);
     float mx = neg_inf();
     for (int q = s0; q <= s1; ++q) mx = fmaxf(mx, p[static_cast<int64_t>(q) * (D + 2)]);
     float sum = 0.0f;
@@ -472,7 +433,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
         const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
         a = fmaf(pq[2 + d], expf(pq[0] - mx), a);
       }
-      store(out + (static_cast<int64_t>(row) * heads + h0 + gg) * D + d, round_to(a / sum, mode));
+      store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
     }
   }
 }
