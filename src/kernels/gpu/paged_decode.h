@@ -24,6 +24,16 @@ constexpr int kPage = static_cast<int>(kKVPageSize);
 constexpr int64_t kDecodeTargetBlocks = 512;
 constexpr int kDecodeThreads = 128;
 
+// A load that sees other blocks' stores made visible by __threadfence()
+// (from L2: the L1 of this SM may hold a stale line).
+__device__ __forceinline__ float load_coherent(const float* p) {
+#if defined(HIPFORMERS_WITH_CUDA)
+  return __ldcg(p);
+#else
+  return *static_cast<const volatile float*>(p);
+#endif
+}
+
 __device__ __forceinline__ float neg_inf() { return -std::numeric_limits<float>::infinity(); }
 
 // ---- Vector loads ------------------------------------------------------------
@@ -164,6 +174,10 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   // kernel still runs. Only where the whole page fits the key registers.
   constexpr bool kPreload = kBatch == kIters;
   float kreg[kBatch][kChunks][kVec];
+  // The first page's values too, where registers allow (up to 4 heads a
+  // block: 253 registers at 8 without them).
+  constexpr bool kPreloadV = kPreload && kG <= 4;
+  float vreg[kBatch][kChunks][kVec];
   __shared__ float s_kv[kFused ? 2 : 1][kFused ? kD : 1];  // kFused: the new key's k and v (as stored)
   const bool has_new = kFused && end == len;  // this range holds key pos
   // Key rows it0 + [0, kBatch) of the page at ts (rows: its K or V) into
@@ -171,7 +185,8 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   // the wait), kNew only key pos, kAll every visible key; key pos comes
   // from `fresh` (shared memory) where this block computed it.
   enum Rows { kOld, kNew, kAll };
-  auto load_rows = [&](const T* rows, const float* fresh, int ts, int it0, Rows what) {
+  auto load_rows = [&](float (&dst)[kBatch][kChunks][kVec], const T* rows, const float* fresh, int ts, int it0,
+                       Rows what) {
 #pragma unroll
     for (int ib = 0; ib < kBatch; ++ib) {
       const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
@@ -182,16 +197,17 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
         const int d0 = (c * kLanes + lane) * kVec;
         if (what != kOld && has_new && key == pos && d0 < D)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = fresh[kFused ? d0 + e : 0];
-        else if (valid && d0 < D) load_vec<T, kVec>(rows + static_cast<int64_t>(j) * D + d0, kreg[ib][c]);
+          for (int e = 0; e < kVec; ++e) dst[ib][c][e] = fresh[kFused ? d0 + e : 0];
+        else if (valid && d0 < D) load_vec<T, kVec>(rows + static_cast<int64_t>(j) * D + d0, dst[ib][c]);
         else
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) kreg[ib][c][e] = 0.0f;  // masked rows add 0 * 0
+          for (int e = 0; e < kVec; ++e) dst[ib][c][e] = 0.0f;  // masked rows add 0 * 0
       }
     }
   };
   const int64_t base0 = (static_cast<int64_t>(table[ts0 / kPage]) * kv_heads + g) * kPage * D;
-  if constexpr (kPreload) load_rows(kpool + base0, nullptr, ts0, 0, kOld);
+  if constexpr (kPreload) load_rows(kreg, kpool + base0, nullptr, ts0, 0, kOld);
+  if constexpr (kPreloadV) load_rows(vreg, vpool + base0, nullptr, ts0, 0, kOld);
   for (int ts = ts0; ts < end; ts += kPage) {
     const int64_t base = ts == ts0 ? base0 : (static_cast<int64_t>(table[ts / kPage]) * kv_heads + g) * kPage * D;
     for (int j = rgroup; j < kPage; j += kRows) {
@@ -202,7 +218,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
         const int d0 = (c * kLanes + lane) * kVec;
         if (d0 < D && (d0 * static_cast<int>(sizeof(T))) % 128 == 0) {
           if (!kPreload || ts != ts0) prefetch_l2_line(kpool + base + static_cast<int64_t>(j) * D + d0);
-          prefetch_l2_line(vpool + base + static_cast<int64_t>(j) * D + d0);
+          if (!kPreloadV || ts != ts0) prefetch_l2_line(vpool + base + static_cast<int64_t>(j) * D + d0);
         }
       }
     }
@@ -285,7 +301,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
     const bool preloaded = kPreload && ts == ts0;
 #pragma unroll
     for (int it0 = 0; it0 < kIters; it0 += kBatch) {
-      load_rows(kb, s_kv[0], ts, it0, preloaded ? kNew : kAll);
+      load_rows(kreg, kb, s_kv[0], ts, it0, preloaded ? kNew : kAll);
 #pragma unroll
       for (int ib = 0; ib < kBatch; ++ib) {
         const int j = rgroup + (it0 + ib) * kRows, key = ts + j;
@@ -341,9 +357,7 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
       for (int i = 0; i < kPer; ++i) acc[gg][i] *= corr;
     }
     // Likewise every V vector of a batch first, then p . v.
-#pragma unroll
-    for (int it0 = 0; it0 < kIters; it0 += kBatch) {
-      load_rows(vb, s_kv[kFused ? 1 : 0], ts, it0, kAll);
+    auto pv = [&](const float (&vr)[kBatch][kChunks][kVec], int it0) {
 #pragma unroll
       for (int ib = 0; ib < kBatch; ++ib) {
         const int j = rgroup + (it0 + ib) * kRows;
@@ -353,8 +367,18 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
 #pragma unroll
           for (int c = 0; c < kChunks; ++c)
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) acc[gg][c * kVec + e] = fmaf(p, kreg[ib][c][e], acc[gg][c * kVec + e]);
+            for (int e = 0; e < kVec; ++e) acc[gg][c * kVec + e] = fmaf(p, vr[ib][c][e], acc[gg][c * kVec + e]);
         }
+      }
+    };
+    if (kPreloadV && preloaded) {  // the old values are in vreg already
+      load_rows(vreg, vb, s_kv[kFused ? 1 : 0], ts, 0, kNew);
+      pv(vreg, 0);
+    } else {
+#pragma unroll
+      for (int it0 = 0; it0 < kIters; it0 += kBatch) {
+        load_rows(kreg, vb, s_kv[kFused ? 1 : 0], ts, it0, kAll);
+        pv(kreg, it0);
       }
     }
     __syncthreads();  // s_p is rewritten by the next page
@@ -417,24 +441,46 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   __syncthreads();
   if (!s_is_last) return;
   __threadfence();  // the other splits' partials, made visible before their arrival
-  for (int gg = 0; gg < ng; ++gg) {
-    const int h = h0 + gg;
-    const volatile float* p = partial + (static_cast<int64_t>(b) * heads + h) * splits * (D + 2);
-    float mx = neg_inf();
-    for (int q = s0; q <= s1; ++q) mx = fmaxf(mx, p[static_cast<int64_t>(q) * (D + 2)]);
-    float sum = 0.0f;
-    for (int q = s0; q <= s1; ++q) {
-      const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
-      sum += pq[1] * expf(pq[0] - mx);
-    }
-    for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
-      float a = 0.0f;
-      for (int q = s0; q <= s1; ++q) {
-        const volatile float* pq = p + static_cast<int64_t>(q) * (D + 2);
-        a = fmaf(pq[2 + d], expf(pq[0] - mx), a);
+  // out = sum_q acc_q e^(m_q - mx) / sum_q l_q e^(m_q - mx), mx = max_q m_q,
+  // for each output element (head gg, dim d) of the block. Up to
+  // kMergeSplits splits, every partial an element needs is loaded at once
+  // (one memory round trip per element a thread takes, instead of three
+  // dependent passes per head); more splits (long contexts) take the three
+  // passes. Both add in the same order.
+  constexpr int kMergeSplits = 8;
+  const int nsplit = s1 - s0 + 1;
+  for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads) {
+    const int gg = idx / D, d = idx % D, h = h0 + gg;
+    const float* ph = partial + ((static_cast<int64_t>(b) * heads + h) * splits + s0) * (D + 2);
+    float mx = neg_inf(), sum = 0.0f, a = 0.0f;
+    if (nsplit <= kMergeSplits) {
+      float pm[kMergeSplits], pl[kMergeSplits], pa[kMergeSplits];
+#pragma unroll
+      for (int q = 0; q < kMergeSplits; ++q) {
+        const float* pq = ph + static_cast<int64_t>(q) * (D + 2);
+        pm[q] = q < nsplit ? load_coherent(pq) : neg_inf();
+        pl[q] = q < nsplit ? load_coherent(pq + 1) : 0.0f;
+        pa[q] = q < nsplit ? load_coherent(pq + 2 + d) : 0.0f;
       }
-      store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
+#pragma unroll
+      for (int q = 0; q < kMergeSplits; ++q) mx = fmaxf(mx, pm[q]);
+#pragma unroll
+      for (int q = 0; q < kMergeSplits; ++q)
+        if (q < nsplit) {
+          const float w = expf(pm[q] - mx);
+          sum += pl[q] * w;
+          a = fmaf(pa[q], w, a);
+        }
+    } else {
+      for (int q = 0; q < nsplit; ++q) mx = fmaxf(mx, load_coherent(ph + static_cast<int64_t>(q) * (D + 2)));
+      for (int q = 0; q < nsplit; ++q) {
+        const float* pq = ph + static_cast<int64_t>(q) * (D + 2);
+        const float w = expf(load_coherent(pq) - mx);
+        sum += load_coherent(pq + 1) * w;
+        a = fmaf(load_coherent(pq + 2 + d), w, a);
+      }
     }
+    store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
   }
 }
 
