@@ -34,7 +34,8 @@ bool exists_on(const BackendRow& row, std::string_view device) {
 std::string kernel_for(std::string_view canonical, std::string_view device) {
   if (canonical == "eager") return "attention_eager";
   // sdpa on the CPU is its one-pass kernel; on a GPU every fused name runs
-  // attention_gpu.cu's fused kernel (flash_attention_3 gets a Hopper path later).
+  // the fused kernels (flash_attention_3's Hopper prefill is chosen inside
+  // them: AttentionSpec::hopper_kernels).
   return device == "cpu" ? "attention_sdpa" : "attention_fused";
 }
 

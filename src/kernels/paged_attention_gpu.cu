@@ -26,6 +26,7 @@
 #include "gpu/gpu_types.h"
 #include "gpu/launch.h"
 #include "gpu/paged_decode.h"
+#include "gpu/prefill_mma.h"
 #include "gpu/qk_norm_rope.h"
 
 namespace hipformers::kernels::gpu {
@@ -208,77 +209,6 @@ __global__ void __launch_bounds__(kPrefillThreads) paged_prefill_simt_kernel(
 // (-inf) is applied only on tiles that need it for the warp; a row that has
 // seen no visible key yet keeps m = -inf and uses 0 as its reference (no
 // -inf - -inf).
-constexpr int kMmaWarps = 8;
-constexpr int kMmaThreads = kMmaWarps * 32;
-constexpr int kMmaBQ = kMmaWarps * 16;
-
-template <int kD> struct MmaLayout {
-  static constexpr int kLd = kD + 8;                      // elements per smem row
-  static constexpr int kTile = kPage * kLd;               // elements of one K (or V) page
-  static constexpr int kStage = 2 * kTile;                // K then V
-  static constexpr size_t kBytes = 2 * static_cast<size_t>(kStage) * 2;  // two stages of 16-bit elements
-};
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared, bypassing L1; zeros when !valid (nothing read).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kN> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kN) : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-// d += a b (16x8x16, f32 accumulate).
-template <typename T>
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, gpu_bf16>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-__device__ __forceinline__ float fast_exp2(float x) {  // 2^x; 2^-inf = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-// Two floats -> a b32 of two 16-bit values (lo in the low half), rounded to
-// nearest even: the probabilities (cvt) and the output (the host's rounding).
-template <typename T> __device__ __forceinline__ uint32_t pack_p(float lo, float hi) {
-  if constexpr (std::is_same_v<T, gpu_bf16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
-template <typename T> __device__ __forceinline__ uint32_t pack_out(float lo, float hi) {
-  if constexpr (std::is_same_v<T, gpu_bf16>) {
-    return static_cast<uint32_t>(float_to_bf16_bits(lo)) | (static_cast<uint32_t>(float_to_bf16_bits(hi)) << 16);
-  } else {
-    return pack_p<T>(lo, hi);
-  }
-}
-
 template <typename T, int kD>
 __global__ void __launch_bounds__(kMmaThreads, kD <= 64 ? 2 : 1) paged_prefill_mma_kernel(
     const T* __restrict__ q, const T* __restrict__ kpool, const T* __restrict__ vpool, T* __restrict__ out,
@@ -286,10 +216,7 @@ __global__ void __launch_bounds__(kMmaThreads, kD <= 64 ? 2 : 1) paged_prefill_m
     const int32_t* __restrict__ block_table, int table_stride, int heads, int kv_heads, int group, float scale,
     int window) {
   using L = MmaLayout<kD>;
-  constexpr int kDK = kD / 16;        // 16-dim k-steps of Q K^T (and 16-dim pairs of output n-tiles)
-  constexpr int kNT = kPage / 8;      // 8-key n-tiles of S
-  constexpr int kDN = kD / 8;         // 8-dim n-tiles of O
-  constexpr int kRowVecs = kD / 8;    // 16-byte vectors per K/V row
+  constexpr int kRowVecs = kD / 8;  // 16-byte vectors per K/V row
   constexpr int kVecs = kPage * kRowVecs;
   static_assert(kVecs % kMmaThreads == 0, "cp.async tiling");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -297,28 +224,20 @@ __global__ void __launch_bounds__(kMmaThreads, kD <= 64 ? 2 : 1) paged_prefill_m
 #else
   extern __shared__ __align__(128) unsigned char smem[];
   T* s_kv = reinterpret_cast<T*>(smem);
-  const int h = blockIdx.x, b = blockIdx.y, g = h / group;
-  const int tile = static_cast<int>(gridDim.z) - 1 - static_cast<int>(blockIdx.z);  // longest tiles first
-  const int q_begin = query_start[b], n = query_start[b + 1] - q_begin;
-  const int q0 = tile * kMmaBQ;
-  if (q0 >= n) return;
-  const int nq = min(kMmaBQ, n - q0);
-  const int len = seq_lens[b];
-  const int pos0 = len - n + q0, pos_last = pos0 + nq - 1;
-  const int first0 = window > 0 ? max(0, pos0 - window + 1) : 0;
-  const int kt0 = first0 / kPage * kPage;
-  const int ntiles = (pos_last - kt0) / kPage + 1;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int gid = lane / 4, tig = lane % 4;
-  const int64_t q_row0 = static_cast<int64_t>(q_begin) + q0;
-  const int32_t* table = block_table + static_cast<int64_t>(b) * table_stride;
+  PrefillTile tile;
+  // Tiles slowest in the grid, longest first.
+  if (!tile.init(blockIdx.x, blockIdx.y, static_cast<int>(gridDim.z) - 1 - static_cast<int>(blockIdx.z), query_start,
+                 seq_lens, group, window))
+    return;
+  const int tid = threadIdx.x;
+  const int32_t* table = block_table + static_cast<int64_t>(tile.b) * table_stride;
   const uint32_t s_base = smem_addr(s_kv);
 
   // Page t of the walk -> stage t % 2 (rows past seq_len zero-filled).
   auto load_page = [&](int t) {
-    const int kt = kt0 + t * kPage;
-    const int64_t base = (static_cast<int64_t>(table[kt / kPage]) * kv_heads + g) * kPage * kD;
-    const int valid = len - kt;
+    const int kt = tile.kt0 + t * kPage;
+    const int64_t base = (static_cast<int64_t>(table[kt / kPage]) * kv_heads + tile.g) * kPage * kD;
+    const int valid = tile.len - kt;
     const uint32_t sk = s_base + static_cast<uint32_t>((t & 1) * L::kStage * 2);
     const uint32_t sv = sk + static_cast<uint32_t>(L::kTile * 2);
 #pragma unroll
@@ -335,142 +254,24 @@ __global__ void __launch_bounds__(kMmaThreads, kD <= 64 ? 2 : 1) paged_prefill_m
   };
   load_page(0);
 
-  // Q -> A fragments (rows past the tile are zeros and never stored).
-  const int wr0 = warp * 16;
-  uint32_t qa[kDK][4];
-  {
-    const int r_lo = wr0 + gid, r_hi = r_lo + 8;
-    const T* q_lo = q + ((q_row0 + r_lo) * heads + h) * kD + 2 * tig;
-    const T* q_hi = q + ((q_row0 + r_hi) * heads + h) * kD + 2 * tig;
-#pragma unroll
-    for (int k = 0; k < kDK; ++k) {
-      qa[k][0] = r_lo < nq ? *reinterpret_cast<const uint32_t*>(q_lo + 16 * k) : 0u;
-      qa[k][1] = r_hi < nq ? *reinterpret_cast<const uint32_t*>(q_hi + 16 * k) : 0u;
-      qa[k][2] = r_lo < nq ? *reinterpret_cast<const uint32_t*>(q_lo + 16 * k + 8) : 0u;
-      qa[k][3] = r_hi < nq ? *reinterpret_cast<const uint32_t*>(q_hi + 16 * k + 8) : 0u;
-    }
-  }
-
-  float o[kDN][4];
-#pragma unroll
-  for (int j = 0; j < kDN; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-  float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.0f, 0.0f};  // rows gid, gid + 8 (log2 domain)
-  const float scale_log2 = scale * 1.4426950408889634f;
-
-  const bool warp_active = wr0 < nq;
-  const int qp_lo = pos0 + wr0;                          // the warp's first query position
-  const int warp_hi = pos0 + min(wr0 + 15, nq - 1);      // its last (real) query position
-  const int warp_lo = window > 0 ? max(0, qp_lo - window + 1) : 0;  // the first key any of its rows sees
-  const int warp_full = window > 0 ? max(0, qp_lo + 15 - window + 1) : 0;  // keys >= this: seen by every row
-  const int qp_row[2] = {pos0 + wr0 + gid, pos0 + wr0 + gid + 8};
-  // ldmatrix lane addresses (bytes within a stage): lane -> matrix mi = lane / 8, row lane % 8.
-  const int mi = lane / 8, mr = lane % 8;
-  const uint32_t k_off = static_cast<uint32_t>((((mi >> 1) * 8 + mr) * L::kLd + (mi & 1) * 8) * 2);
-  const uint32_t v_off = static_cast<uint32_t>((((mi & 1) * 8 + mr) * L::kLd + (mi >> 1) * 8) * 2);
-
-  for (int t = 0; t < ntiles; ++t) {
-    if (t + 1 < ntiles) {
+  MmaPrefillWarp<T, kD> w;
+  w.init(q, tile, heads, scale, window, tid / 32, tid % 32);
+  for (int t = 0; t < tile.ntiles; ++t) {
+    if (t + 1 < tile.ntiles) {
       load_page(t + 1);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
     __syncthreads();
-    const int kt = kt0 + t * kPage;
-    if (warp_active && kt <= warp_hi && kt + kPage - 1 >= warp_lo) {
+    const int kt = tile.kt0 + t * kPage;
+    if (w.needs(kt)) {
       const uint32_t sk = s_base + static_cast<uint32_t>((t & 1) * L::kStage * 2);
-      const uint32_t sv = sk + static_cast<uint32_t>(L::kTile * 2);
-      // S = Q K^T (16 x 64 per warp).
-      float s[kNT][4];
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-      for (int k = 0; k < kDK; ++k)
-#pragma unroll
-        for (int np = 0; np < kNT / 2; ++np) {
-          uint32_t kb[4];
-          ldmatrix_x4(kb, sk + k_off + static_cast<uint32_t>((np * 16 * L::kLd + k * 16) * 2));
-          mma16816<T>(s[2 * np], qa[k], kb[0], kb[1]);
-          mma16816<T>(s[2 * np + 1], qa[k], kb[2], kb[3]);
-        }
-      // Online softmax.
-      const bool need_mask = kt + kPage - 1 > qp_lo || kt < warp_full;
-      float corr[2];
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int qp = qp_row[rr];
-        const int fq = window > 0 ? max(0, qp - window + 1) : 0;
-        float mx = m[rr];
-#pragma unroll
-        for (int j = 0; j < kNT; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float v = s[j][2 * rr + e] * scale_log2;
-            if (need_mask) {
-              const int kp = kt + 8 * j + 2 * tig + e;
-              if (kp > qp || kp < fq) v = neg_inf();
-            }
-            s[j][2 * rr + e] = v;
-            mx = fmaxf(mx, v);
-          }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float ref = mx == neg_inf() ? 0.0f : mx;  // nothing visible yet: every p is 0
-        corr[rr] = fast_exp2(m[rr] - ref);
-        m[rr] = mx;
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kNT; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float p = fast_exp2(s[j][2 * rr + e] - ref);
-            sum += p;
-            s[j][2 * rr + e] = p;
-          }
-        l[rr] = l[rr] * corr[rr] + sum;
-      }
-#pragma unroll
-      for (int j = 0; j < kDN; ++j) {
-        o[j][0] *= corr[0];
-        o[j][1] *= corr[0];
-        o[j][2] *= corr[1];
-        o[j][3] *= corr[1];
-      }
-      // O += round(P) V, P straight from the S accumulators.
-#pragma unroll
-      for (int k = 0; k < kPage / 16; ++k) {
-        uint32_t pa[4];
-        pa[0] = pack_p<T>(s[2 * k][0], s[2 * k][1]);
-        pa[1] = pack_p<T>(s[2 * k][2], s[2 * k][3]);
-        pa[2] = pack_p<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
-        pa[3] = pack_p<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
-#pragma unroll
-        for (int dp = 0; dp < kD / 16; ++dp) {
-          uint32_t vb[4];
-          ldmatrix_x4_trans(vb, sv + v_off + static_cast<uint32_t>((k * 16 * L::kLd + dp * 16) * 2));
-          mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
-          mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
-        }
-      }
+      w.attend(sk, sk + static_cast<uint32_t>(L::kTile * 2), kt);
     }
     __syncthreads();  // stage t % 2 is refilled by the next iteration's load
   }
-
-  if (!warp_active) return;
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 1);
-    l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 2);
-  }
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int r = wr0 + gid + 8 * rr;
-    if (r >= nq) continue;
-    T* y = out + ((q_row0 + r) * heads + h) * kD + 2 * tig;
-#pragma unroll
-    for (int j = 0; j < kDN; ++j)
-      *reinterpret_cast<uint32_t*>(y + 8 * j) = pack_out<T>(o[j][2 * rr] / l[rr], o[j][2 * rr + 1] / l[rr]);
-  }
+  w.store(out, tile, heads);
 #endif
 }
 
@@ -483,6 +284,8 @@ struct Args {
   const int32_t* block_table;
   int table_stride, heads, kv_heads, group, D, window, mode;
   float scale;
+  bool hopper;  // AttentionSpec::hopper_kernels
+  int64_t pool_rows;  // rows of head_dim elements in each K/V pool
 };
 
 template <typename T, int kD, int kBQ, int kBK>
@@ -496,24 +299,12 @@ void launch_prefill_simt(const Args& a, const T* q, const T* kp, const T* vp, T*
 }
 
 #if defined(HIPFORMERS_WITH_CUDA)
-// Opts a kernel into more than 48 KB of dynamic shared memory, once per
-// instantiation and device (cudaFuncSetAttribute is per device).
-template <auto kKernel, int kBytes> void allow_smem(const char* what) {
-  constexpr int kMaxDevices = 64;
-  static std::once_flag once[kMaxDevices];
-  auto set = [&] { check(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes), what); };
-  int dev = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  if (dev >= 0 && dev < kMaxDevices) std::call_once(once[dev], set);
-  else set();
-}
-
 template <typename T, int kD>
 void launch_prefill_mma(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
                         gpuStream_t s) {
   constexpr auto bytes = static_cast<int>(MmaLayout<kD>::kBytes);
   constexpr auto kernel = paged_prefill_mma_kernel<T, kD>;
-  if constexpr (bytes > 48 * 1024) allow_smem<kernel, bytes>("cudaFuncSetAttribute(paged_prefill_mma_kernel)");
+  if constexpr (bytes > 48 * 1024) allow_dynamic_smem<kernel, bytes>("cudaFuncSetAttribute(paged_prefill_mma_kernel)");
   // Tiles slowest, so every (head, sequence) pair's longest tiles start first.
   const dim3 grid(static_cast<unsigned>(a.heads), static_cast<unsigned>(batch.num_seqs),
                   static_cast<unsigned>((batch.max_query_len + kMmaBQ - 1) / kMmaBQ));
@@ -528,6 +319,12 @@ void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, co
                  gpuStream_t s) {
 #if defined(HIPFORMERS_WITH_CUDA)
   if constexpr (sizeof(T) == 2) {
+    if (a.hopper) {  // flash_attention_3: the bulk-copy kernel on sm_90+ (paged_prefill_sm90_gpu.cu)
+      const PrefillLaunch l{a.query_start, a.seq_lens,   a.block_table, a.table_stride,       a.heads,
+                            a.kv_heads,    a.group,      a.D,           a.window,             a.scale,
+                            static_cast<int>(batch.num_seqs), static_cast<int>(batch.max_query_len)};
+      if (launch_prefill_tma<T>(l, q, kp, vp, a.pool_rows, out, s)) return;
+    }
     if (a.D == 64) {
       launch_prefill_mma<T, 64>(a, q, kp, vp, out, batch, s);
       check_launch("paged_attention (prefill)");
@@ -562,6 +359,7 @@ Args make_args(const PagedBatch& batch, const AttentionSpec& spec) {
   a.window = decode_window(spec);
   a.mode = round_mode(spec.dtype);
   a.scale = spec.scale;
+  a.hopper = spec.hopper_kernels;
   return a;
 }
 }  // namespace
@@ -571,7 +369,8 @@ void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLaye
   if (batch.num_tokens == 0 || batch.num_seqs == 0) return;
   if (is_decode(batch)) return paged_attention_decode(q, batch, cache, spec, out, scratch);
   gpuStream_t s = stream_for(q.device().index);
-  const Args a = make_args(batch, spec);
+  Args a = make_args(batch, spec);
+  a.pool_rows = spec.head_dim > 0 ? cache.k.numel() / spec.head_dim : 0;
   dispatch_float(q.dtype(), [&](auto tag) {
     using E = decltype(tag);
     const E* qp = static_cast<const E*>(q.raw_data());

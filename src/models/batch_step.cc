@@ -254,6 +254,7 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   spec.head_dim = c.head_dim;
   spec.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   spec.dtype = dt;
+  spec.hopper_kernels = m.attention_backend.name == "flash_attention_3";
 
   Tensor hidden = ws.hidden.slice_rows(0, N), normed = ws.normed.slice_rows(0, N);
   Tensor qkv = ws.qkv.slice_rows(0, N), q = ws.q.slice_rows(0, N), attn = ws.attn.slice_rows(0, N);

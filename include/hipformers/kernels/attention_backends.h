@@ -4,7 +4,8 @@
 //   eager              unfused reference; can return attention weights (every device)
 //   sdpa               the default: the fused kernel (every device)
 //   flash_attention_2  GPUs: the fused GPU kernel (attention_gpu.cu)
-//   flash_attention_3  GPUs: the fused GPU kernel for now (a Hopper sm_90 path later)
+//   flash_attention_3  GPUs: the fused GPU kernels; on sm_90+ the paged prefill
+//                      takes its K/V pages by TMA (paged_prefill_sm90_gpu.cu)
 //   kernels-community/flash-attn      (cuda, rocm) -> flash_attention_2
 //   kernels-community/flash-attn3     (cuda)       -> flash_attention_3
 //   kernels-community/aiter-flash-attn (rocm)      -> flash_attention_2

@@ -273,6 +273,40 @@ TEST_F(GpuPagedAttentionTest, LongPrefillMatchesEagerKernel) {
   }
 }
 
+// flash_attention_3 (AttentionSpec::hopper_kernels): on sm_90+ the prefill's
+// K/V pages come through bulk copies by a producer warp
+// (paged_prefill_sm90_gpu.cu). The math is the mma.sync kernel's, in the
+// same order, so the two must agree bit for bit; both are also checked
+// against the references, over head dims 64/128, GQA 1/2/4/8, windows,
+// ragged batches (the NaN-filled unused slots check the zero-filled rows)
+// and 8192 tokens.
+TEST_F(GpuPagedAttentionTest, Flash3HopperPrefillMatchesDefaultKernelAndReferences) {
+  auto bits_equal = [](const Tensor& a, const Tensor& b) {
+    return a.numel() == b.numel() &&
+           std::memcmp(a.data<float>(), b.data<float>(), static_cast<std::size_t>(a.numel()) * sizeof(float)) == 0;
+  };
+  for (DType dt : {DType::kBF16, DType::kF16})
+    for (int64_t dim : {64, 128})
+      for (int64_t ratio : {1, 2, 4, 8})
+        for (std::optional<int64_t> window : {std::optional<int64_t>{}, std::optional<int64_t>{37}}) {
+          k::AttentionSpec spec = make_spec(8, ratio, dim, window, dt);
+          const Paged base = build(spec, kRaggedPrefill);
+          Paged fa3 = base;
+          fa3.spec.hopper_kernels = true;
+          EXPECT_TRUE(bits_equal(run_gpu(fa3), run_gpu(base))) << "flash_attention_3 vs sdpa " << describe(spec);
+          vs_cpu(fa3, "flash_attention_3 ragged prefill " + describe(spec));
+        }
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    k::AttentionSpec qwen = make_spec(16, 2, 128, std::nullopt, dt);
+    qwen.hopper_kernels = true;
+    vs_eager(build(qwen, {{8192, 8192}}), "flash_attention_3 prefill 8192 " + describe(qwen));
+    k::AttentionSpec spec = make_spec(8, 4, 64, std::optional<int64_t>{1000}, dt);
+    spec.hopper_kernels = true;
+    vs_eager(build(spec, {{3000, 3000}, {5000, 100}, {1, 1}, {2048, 2048}, {4097, 4097}}),
+             "flash_attention_3 ragged prefill to 5000 " + describe(spec));
+  }
+}
+
 TEST_F(GpuPagedAttentionTest, LongDecodeMatchesEagerKernel) {
   const std::vector<SeqShape> seqs = {{8192, 1}, {5000, 1}, {1, 1}, {64, 1}, {65, 1}, {4097, 1}, {8191, 1}};
   for (DType dt : {DType::kF32, DType::kBF16})
