@@ -177,7 +177,9 @@ BenchmarkReport benchmark_impl(const CausalLM& model, const BenchmarkOptions& o,
   r.device_name = device_name(device);
   r.dtype = dtype_torch_name(model.dtype());
   r.model_type = c.model_type;
-  r.attn_implementation = model.attn_implementation() == AttnImplementation::kEager ? "eager" : "sdpa";
+  // The backend that runs (a kernel config may still make it the eager kernel).
+  r.attn_implementation =
+      model.attn_implementation() == AttnImplementation::kEager ? "eager" : model.attention_backend().name;
   r.batch = o.batch;
   r.prompt_len = o.prompt_len;
   r.gen_len = o.gen_len;

@@ -53,6 +53,17 @@ TEST(BenchCli, BadInputExits2) {
   expect_one_line_error(run_cli("bench --make-model qwen3-mini"), "--output");
   expect_one_line_error(run_cli("bench --make-model nope --output /tmp/hf_bench_never_written"), "nope");
   EXPECT_FALSE(std::filesystem::exists("/tmp/hf_bench_never_written"));
+  // --attn resolves like generate's: a GPU-only backend on the CPU is refused, listing what exists.
+  expect_one_line_error(run_cli("bench --model " + tiny() + " --device cpu --attn flash_attention_3"),
+                        "available on cpu: eager, sdpa");
+  expect_one_line_error(run_cli("bench --model " + tiny() + " --device cpu --attn nope"), "nope");
+}
+
+TEST(BenchCli, EagerAttention) {
+  auto r = run_cli("bench --model " + tiny() +
+                   " --device cpu --attn eager --prompt-len 4 --gen-len 2 --repeat 1 --copy-mib 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out, "bench output")["attn_implementation"], "eager");
 }
 
 TEST(BenchCli, MakeModelAlias) {

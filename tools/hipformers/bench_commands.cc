@@ -10,6 +10,7 @@
 #include "hipformers/core/dtype.h"
 #include "hipformers/core/error.h"
 #include "hipformers/generation/benchmark.h"
+#include "hipformers/kernels/attention_backends.h"
 #include "hipformers/kernels/registry.h"
 #include "hipformers/runtime/device.h"
 #include "make_model.h"
@@ -50,7 +51,11 @@ void run_bench(const BenchArgs& a) {
     load.dtype = *dtype;
   }
   load.device = resolve_device(a.device);
-  load.attn_implementation = parse_attn_implementation(a.attn);
+  // Any backend the device has (eager, sdpa, flash_attention_2/3, aliases),
+  // resolved as `generate --attn` resolves it.
+  load.attention_backend = kernels::resolve_attention_backend(a.attn, kernels::device_key(load.device));
+  if (load.attention_backend->name == "eager") load.attn_implementation = AttnImplementation::kEager;
+  kernels::log_attention_notice_once(*load.attention_backend);
   load.use_kernels = a.use_kernels;
   if (!a.kernel_config.empty()) load.kernel_config = kernels::KernelConfig::from_file(a.kernel_config);
   const BenchmarkReport report = run_benchmark(a.model, load, o);
@@ -73,7 +78,7 @@ void add_bench_commands(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "auto, float32, bfloat16 or float16")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  cmd->add_option("--attn", a->attn, "sdpa or eager")->capture_default_str();
+  cmd->add_option("--attn", a->attn, "eager, sdpa, flash_attention_2, flash_attention_3 or a kernel repository")->capture_default_str();
   auto* uk = cmd->add_flag("--use-kernels", a->use_kernels,
                            "Choose each layer's kernel from the registry (see 'hipformers kernels')");
   cmd->add_option("--kernel-config", a->kernel_config,
