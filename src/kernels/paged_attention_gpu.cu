@@ -319,7 +319,7 @@ void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, co
                  gpuStream_t s) {
 #if defined(HIPFORMERS_WITH_CUDA)
   if constexpr (sizeof(T) == 2) {
-    if (a.hopper) {  // flash_attention_3: the bulk-copy kernel on sm_90+ (paged_prefill_sm90_gpu.cu)
+    if (a.hopper) {  // flash_attention_3: the TMA kernel on sm_90+ (paged_prefill_sm90_gpu.cu)
       const PrefillLaunch l{a.query_start, a.seq_lens,   a.block_table, a.table_stride,       a.heads,
                             a.kv_heads,    a.group,      a.D,           a.window,             a.scale,
                             static_cast<int>(batch.num_seqs), static_cast<int>(batch.max_query_len)};

@@ -172,8 +172,8 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
 #endif
 }
 
-// Whether the current device has sm_90's bulk copies (queried once per device).
-bool has_bulk_copies() {
+// Whether the current device has sm_90's TMA (queried once per device).
+bool has_tma() {
   constexpr int kMaxDevices = 64;
   static std::once_flag once[kMaxDevices];
   static bool yes[kMaxDevices] = {};
@@ -243,7 +243,7 @@ bool launch_prefill_tma(const PrefillLaunch& a, const T* q, const T* kp, const T
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    if ((a.D != 64 && a.D != 128) || !has_bulk_copies()) return false;
+    if ((a.D != 64 && a.D != 128) || !has_tma()) return false;
     if (pool_rows <= 0 || pool_rows > INT32_MAX) return false;  // TMA coordinates are 32-bit
     // TMA needs 16-byte aligned bases (row strides of head_dim * 2 bytes are multiples of 16).
     if ((reinterpret_cast<uintptr_t>(kp) | reinterpret_cast<uintptr_t>(vp)) % 16 != 0) return false;

@@ -39,7 +39,7 @@ struct AttentionSpec {
   DType dtype = DType::kF32;             // emulate this activation dtype's rounding
   bool eager = false;
   // flash_attention_3: where the GPU has them, kernels that use Hopper's own
-  // instructions (the paged prefill's K/V through bulk copies, sm_90+); the
+  // instructions (the paged prefill's K/V by TMA tensor copies, sm_90+); the
   // results are those of the default kernels (same math, same order).
   bool hopper_kernels = false;
 };

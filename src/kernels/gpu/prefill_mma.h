@@ -2,9 +2,9 @@
 // mma.sync / ldmatrix / cp.async), shared by the two kernels that feed it
 // K/V pages in different ways: paged_prefill_mma_kernel (cp.async, double
 // buffered; paged_attention_gpu.cu, sm_80+) and paged_prefill_tma_kernel
-// (Hopper bulk copies by a producer warp into an mbarrier ring;
-// paged_prefill_sm90_gpu.cu). paged_attention_gpu.cu's header comment
-// describes the tiling, the fragments and the rounding.
+// (Hopper TMA tensor copies into an mbarrier ring; paged_prefill_sm90_gpu.cu).
+// paged_attention_gpu.cu's header comment describes the tiling, the
+// fragments and the rounding.
 //
 // MmaPrefillWarp is one warp's 16 query rows: Q in A fragments, the output
 // accumulators and the running max / sum. attend() takes one page (64 keys)
@@ -201,6 +201,8 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
   // ldmatrix addresses: S's B fragments of key rows 16 np.. (K, two 8-key
   // n-tiles) at 16-dim step k; O's B fragments of key step k (V, two 8-dim
   // n-tiles, transposed) at 16-dim pair dp.
+  // (kPadded keeps the lane's part precomputed: through offset() ptxas
+  // needs 8 more registers and spills at head_dim 64.)
   __device__ __forceinline__ uint32_t k_addr(uint32_t sk, int np, int k) const {
     if constexpr (kLayout == PageLayout::kPadded) return sk + k_off + static_cast<uint32_t>((np * 16 * L::kLd + k * 16) * 2);
     else return sk + offset(np * 16 + (mi >> 1) * 8 + mr, 2 * k + (mi & 1));
@@ -322,10 +324,7 @@ template <auto kKernel, int kBytes> void allow_dynamic_smem(const char* what) {
   else set();
 }
 
-// Launches the Hopper prefill (paged_prefill_sm90_gpu.cu) for 16-bit T and
-// head_dim 64 or 128 on an sm_90+ device; false (nothing launched) elsewhere,
-// and the caller runs the mma.sync kernel. pool_rows: rows of head_dim
-// elements in each pool (pages * kv_heads * kPage).
+// What launch_prefill_tma needs of the batch and the attention.
 struct PrefillLaunch {
   const int32_t* query_start;
   const int32_t* seq_lens;
@@ -334,6 +333,10 @@ struct PrefillLaunch {
   float scale;
   int num_seqs, max_query_len;
 };
+// Launches the Hopper prefill (paged_prefill_sm90_gpu.cu) for 16-bit T and
+// head_dim 64 or 128 on an sm_90+ device; false (nothing launched) elsewhere,
+// and the caller runs the mma.sync kernel. pool_rows: rows of head_dim
+// elements in each pool (pages * kv_heads * kPage).
 template <typename T>
 bool launch_prefill_tma(const PrefillLaunch& a, const T* q, const T* kp, const T* vp, int64_t pool_rows, T* out,
                         gpuStream_t s);
