@@ -88,6 +88,7 @@ void attention(const Tensor& q, std::span<const int64_t> positions, const KVCach
 void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
                      Tensor& out, Tensor* scratch);
 int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec);
+int64_t paged_attention_shared_scratch_elems(int64_t max_seqs, int64_t max_seq_len, const AttentionSpec& spec);
 // The portable tiled GEMM that linear() uses on HIP and as the fallback;
 // exposed so the tests check it on CUDA too.
 void tiled_linear_for_test(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype, Tensor& y);

@@ -166,6 +166,17 @@ int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSp
 #endif
 }
 
+int64_t paged_attention_shared_scratch_elems(int64_t max_seqs, int64_t max_seq_len, const AttentionSpec& spec,
+                                             const Device& device) {
+  if (device.is_cpu() || max_seqs <= 0 || max_seq_len <= 0) return 0;
+#if defined(HF_GPU_KERNELS)
+  return gpu::paged_attention_shared_scratch_elems(max_seqs, max_seq_len, spec);
+#else
+  (void)spec;
+  no_gpu_kernel("paged_attention_shared_scratch_elems", device);
+#endif
+}
+
 void paged_attention(const Tensor& q, const PagedBatch& batch, const PagedKVLayer& cache, const AttentionSpec& spec,
                      Tensor& out, Tensor* scratch) {
   const Device d = check_shapes(q, batch, cache, spec, out);

@@ -98,17 +98,9 @@ StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t 
   spec.kv_heads = nkv;
   spec.head_dim = D;
   spec.dtype = model.dtype();
-  // The split count depends on the batch size, so the need is not monotonic
-  // in it: take the largest over every decode batch this workspace allows.
-  int64_t scratch_elems = 0;
-  for (int64_t seqs = 1; seqs <= max_seqs; ++seqs) {
-    kernels::PagedBatch decode;
-    decode.num_seqs = seqs;
-    decode.num_tokens = seqs;
-    decode.max_query_len = 1;
-    decode.max_seq_len = max_seq_len;
-    scratch_elems = std::max(scratch_elems, kernels::paged_attention_scratch_elems(decode, spec, device_));
-  }
+  // One scratch for every decode batch size this workspace allows (a graph
+  // per size replays over it).
+  const int64_t scratch_elems = kernels::paged_attention_shared_scratch_elems(max_seqs, max_seq_len, spec, device_);
   if (scratch_elems > 0) {  // zero-filled: it holds the split merge counters (paged_attention.h)
     scratch = empty_tensor(Shape{scratch_elems}, DType::kF32, device_);
     const std::vector<float> zeros(static_cast<std::size_t>(scratch_elems), 0.0f);

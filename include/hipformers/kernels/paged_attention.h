@@ -61,6 +61,13 @@ struct PagedBatch {
 // once, zero-filled (a captured graph must reuse the same scratch); the
 // kernels leave the counters zero again after every call.
 int64_t paged_attention_scratch_elems(const PagedBatch& batch, const AttentionSpec& spec, const Device& device);
+// The same for one scratch shared by every decode batch of up to max_seqs
+// sequences under the bound max_seq_len (a graph per batch size replays
+// over one scratch): launches of different shapes keep their merge counters
+// and partials apart in it. At least paged_attention_scratch_elems() of each
+// such batch.
+int64_t paged_attention_shared_scratch_elems(int64_t max_seqs, int64_t max_seq_len, const AttentionSpec& spec,
+                                             const Device& device);
 
 // q, out [num_tokens, heads * head_dim]. `scratch` F32, zero-filled before
 // its first use, with at least paged_attention_scratch_elems() elements (may

@@ -14,6 +14,7 @@
 #include "gpu_types.h"
 #include "launch.h"
 #include "qk_norm_rope.h"
+#include "vec16.h"
 #include "hipformers/kernels/paged_attention.h"
 
 namespace hipformers::kernels::gpu {
@@ -108,14 +109,82 @@ template <typename T> struct DecodeParams {
   DecodeQkv fused{};
 };
 
+// After a split block wrote its partials (max, sum, acc[D] of query heads
+// h0 + [0, ng)): the last split of (sequence b, block column) to arrive
+// combines every split's partials into the output. Called by every thread
+// of the block.
+template <typename T>
+__device__ __forceinline__ void merge_splits(const DecodeParams<T>& p, int b, int h0, int ng, int row, int first,
+                                             int pos, int span) {
+  const int heads = p.heads, D = p.D, mode = p.mode, splits = p.splits;
+  const float* partial = p.partial;
+  T* out = p.out;
+  int* counters = p.counters;
+  // The splits holding visible keys are exactly [first / span, pos / span];
+  // the last of them to get here combines them.
+  const int s0 = first / span, s1 = min(pos / span, splits - 1);
+  __shared__ int s_is_last;
+  __threadfence();  // this block's partial is visible before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* counter = counters + static_cast<int64_t>(b) * heads + h0;  // one per block column
+    const int arrived = atomicAdd(counter, 1) + 1;
+    s_is_last = arrived == s1 - s0 + 1;
+    if (s_is_last) *counter = 0;  // ready for the next launch (graph replays)
+  }
+  __syncthreads();
+  if (!s_is_last) return;
+  __threadfence();  // the other splits' partials, made visible before their arrival
+  // out = sum_q acc_q e^(m_q - mx) / sum_q l_q e^(m_q - mx), mx = max_q m_q,
+  // for each output element (head gg, dim d) of the block. Up to
+  // kMergeSplits splits, every partial an element needs is loaded at once
+  // (one memory round trip per element a thread takes, instead of three
+  // dependent passes per head); more splits (long contexts) take the three
+  // passes. Both add in the same order.
+  constexpr int kMergeSplits = 8;
+  const int nsplit = s1 - s0 + 1;
+  for (int idx = threadIdx.x; idx < ng * D; idx += static_cast<int>(blockDim.x)) {
+    const int gg = idx / D, d = idx % D, h = h0 + gg;
+    const float* ph = partial + ((static_cast<int64_t>(b) * heads + h) * splits + s0) * (D + 2);
+    float mx = neg_inf(), sum = 0.0f, a = 0.0f;
+    if (nsplit <= kMergeSplits) {
+      float pm[kMergeSplits], pl[kMergeSplits], pa[kMergeSplits];
+#pragma unroll
+      for (int q = 0; q < kMergeSplits; ++q) {
+        const float* pq = ph + static_cast<int64_t>(q) * (D + 2);
+        pm[q] = q < nsplit ? load_coherent(pq) : neg_inf();
+        pl[q] = q < nsplit ? load_coherent(pq + 1) : 0.0f;
+        pa[q] = q < nsplit ? load_coherent(pq + 2 + d) : 0.0f;
+      }
+#pragma unroll
+      for (int q = 0; q < kMergeSplits; ++q) mx = fmaxf(mx, pm[q]);
+#pragma unroll
+      for (int q = 0; q < kMergeSplits; ++q)
+        if (q < nsplit) {
+          const float w = expf(pm[q] - mx);
+          sum += pl[q] * w;
+          a = fmaf(pa[q], w, a);
+        }
+    } else {
+      for (int q = 0; q < nsplit; ++q) mx = fmaxf(mx, load_coherent(ph + static_cast<int64_t>(q) * (D + 2)));
+      for (int q = 0; q < nsplit; ++q) {
+        const float* pq = ph + static_cast<int64_t>(q) * (D + 2);
+        const float w = expf(load_coherent(pq) - mx);
+        sum += load_coherent(pq + 1) * w;
+        a = fmaf(load_coherent(pq + 2 + d), w, a);
+      }
+    }
+    store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
+  }
+}
+
 // One block's work: split `split` of block column `column` (kv head x head
-// chunk; `columns` of them) of sequence b. Called by every thread of a block
+// chunk) of sequence b. Called by every thread of a block
 // of kDecodeThreads threads; returns early (block-uniformly) where the range holds
 // no visible key. Waits for the previous kernel (grid_dependency_wait) itself,
 // once it has loaded what does not depend on it.
 template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
-__device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int split, int column, int b,
-                                                   int columns) {
+__device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int split, int column, int b) {
   const T* q = p.q;
   const T* kpool = p.kpool;
   const T* vpool = p.vpool;
@@ -128,7 +197,6 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
   const int head_chunks = p.head_chunks, D = p.D, window = p.window, mode = p.mode;
   const int pages_per_split = p.pages_per_split, splits = p.splits;
   const float scale = p.scale;
-  int* counters = p.counters;
   const DecodeQkv& fused = p.fused;
   constexpr int kChunks = kD / (kVec * kLanes);  // vectors per lane
   constexpr int kPer = kChunks * kVec;           // dims per lane
@@ -425,63 +493,239 @@ __device__ __forceinline__ void paged_decode_block(const DecodeParams<T>& p, int
     }
   }
   if (splits == 1) return;
+  merge_splits(p, b, h0, ng, row, first, pos, span);
+}
 
-  // The splits holding visible keys are exactly [first / span, pos / span];
-  // the last of them to get here combines them.
-  const int s0 = first / span, s1 = min(pos / span, splits - 1);
-  __shared__ int s_is_last;
-  __threadfence();  // this block's partial is visible before its arrival is counted
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int* counter = counters + static_cast<int64_t>(b) * columns + column;
-    const int arrived = atomicAdd(counter, 1) + 1;
-    s_is_last = arrived == s1 - s0 + 1;
-    if (s_is_last) *counter = 0;  // ready for the next launch (graph replays)
+// ---- Decode: one block per 256 keys ("wide") ---------------------------------
+// For 16-bit K/V and head_dim 64 or 128. A block of kWideThreads threads
+// takes kWideSpan keys of one kv head (kG <= 4 query heads) in one round,
+// with no block barrier between the scores and the values:
+//   - warp w owns keys w * (W/2) + [0, W/2) (W: the warp width); lane pair
+//     (2t, 2t+1) holds key t's two halves of K, each lane D/W dims of V for
+//     all of the warp's keys. Both are loaded, as raw 16-bit values, before
+//     the dependent wait (all but key pos, this step's).
+//   - scores: s = q . k (half a dot per lane, one shuffle), then the warp's
+//     own softmax over its keys: m_w = max s, p = e^(s - m_w), l_w = sum p;
+//     p rounded to the dtype goes through the warp's shared row to every lane
+//     for acc_w = sum_t p_t v_t.
+//   - the warps meet once in shared memory: out = sum_w acc_w e^(m_w - M) /
+//     sum_w l_w e^(m_w - M), M = max_w m_w, one output element per thread;
+//     longer sequences get more blocks (splits) and merge_splits.
+// The split kernel above walks a block's pages one at a time with three
+// block barriers per page; this one has one barrier after the prologue and
+// one before the merge (docs/KERNELS.md).
+constexpr int kWideThreads = 512;
+constexpr int kWideSpan = 256;      // keys per block, for either warp width
+constexpr int kWideMaxHeads = 4;    // query heads per block (kG)
+
+template <typename T, int kD, int kG, bool kFused>
+__device__ __forceinline__ void paged_decode_wide_block(const DecodeParams<T>& p, int split, int column, int b) {
+  static_assert(sizeof(T) == 2, "16-bit K/V");
+  constexpr int kWarps = kWideThreads / kWarp;
+  constexpr int kKeys = kWarp / 2;  // keys per warp
+  constexpr int kHalf = kD / 2;     // dims of K per lane
+  constexpr int kKVecs = kHalf / 8; // its 16-byte vectors
+  constexpr int kVd = kD / kWarp;   // dims of V per lane (1, 2 or 4)
+  constexpr int kVw = (kVd + 1) / 2;  // 32-bit words of them
+  static_assert(kWarps * kKeys == kWideSpan && kWideSpan % kPage == 0 && kPage % kKeys == 0, "wide tiling");
+  static_assert(kHalf % 8 == 0 && kVd >= 1 && kVd <= 4 && kG <= kWideMaxHeads, "wide shapes");
+  const T* kpool = p.kpool;
+  const T* vpool = p.vpool;
+  const int heads = p.heads, kv_heads = p.kv_heads, group = p.group, head_chunks = p.head_chunks;
+  const int D = kD, mode = p.mode;
+  const int g = column / head_chunks, chunk = column % head_chunks;
+  const int h0 = g * group + chunk * kG;
+  const int ng = min(kG, group - chunk * kG);
+  const int len = p.seq_lens[b];
+  const int row = p.query_start[b];
+  if (len <= 0) {  // no keys: a zero output (written once, by split 0)
+    grid_dependency_wait();
+    if (split == 0)
+      for (int idx = threadIdx.x; idx < ng * D; idx += kWideThreads)
+        store(p.out + (static_cast<int64_t>(row) * heads + h0 + idx / D) * D + idx % D, 0.0f);
+    return;
   }
-  __syncthreads();
-  if (!s_is_last) return;
-  __threadfence();  // the other splits' partials, made visible before their arrival
-  // out = sum_q acc_q e^(m_q - mx) / sum_q l_q e^(m_q - mx), mx = max_q m_q,
-  // for each output element (head gg, dim d) of the block. Up to
-  // kMergeSplits splits, every partial an element needs is loaded at once
-  // (one memory round trip per element a thread takes, instead of three
-  // dependent passes per head); more splits (long contexts) take the three
-  // passes. Both add in the same order.
-  constexpr int kMergeSplits = 8;
-  const int nsplit = s1 - s0 + 1;
-  for (int idx = threadIdx.x; idx < ng * D; idx += kDecodeThreads) {
-    const int gg = idx / D, d = idx % D, h = h0 + gg;
-    const float* ph = partial + ((static_cast<int64_t>(b) * heads + h) * splits + s0) * (D + 2);
-    float mx = neg_inf(), sum = 0.0f, a = 0.0f;
-    if (nsplit <= kMergeSplits) {
-      float pm[kMergeSplits], pl[kMergeSplits], pa[kMergeSplits];
+  const int pos = len - 1;
+  const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
+  const int begin = max(split * kWideSpan, first), end = min(split * kWideSpan + kWideSpan, len);
+  if (begin >= end) return;  // holds no visible key: not counted by the merge either
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int wkey0 = split * kWideSpan + warp * kKeys;  // the warp's first key
+  const bool live = wkey0 < end && wkey0 + kKeys > begin;
+  const int t = lane / 2, half = lane % 2, key = wkey0 + t;
+  const bool visible = key >= begin && key < end;
+  const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
+  // Offset of the warp's first key row in the pools (its keys share a page).
+  const int64_t base =
+      live ? ((static_cast<int64_t>(table[wkey0 / kPage]) * kv_heads + g) * kPage + wkey0 % kPage) * D : 0;
+
+  // Before the wait: the keys and values before pos (zeros elsewhere).
+  uint4 kr[kKVecs];
+  uint32_t vr[kKeys][kVw];
+  auto load_k = [&](const T* src) {
 #pragma unroll
-      for (int q = 0; q < kMergeSplits; ++q) {
-        const float* pq = ph + static_cast<int64_t>(q) * (D + 2);
-        pm[q] = q < nsplit ? load_coherent(pq) : neg_inf();
-        pl[q] = q < nsplit ? load_coherent(pq + 1) : 0.0f;
-        pa[q] = q < nsplit ? load_coherent(pq + 2 + d) : 0.0f;
-      }
-#pragma unroll
-      for (int q = 0; q < kMergeSplits; ++q) mx = fmaxf(mx, pm[q]);
-#pragma unroll
-      for (int q = 0; q < kMergeSplits; ++q)
-        if (q < nsplit) {
-          const float w = expf(pm[q] - mx);
-          sum += pl[q] * w;
-          a = fmaf(pa[q], w, a);
-        }
+    for (int i = 0; i < kKVecs; ++i) kr[i] = *reinterpret_cast<const uint4*>(src + half * kHalf + i * 8);
+  };
+  auto load_v = [&](int tt, const T* src) {
+    if constexpr (kVd == 4) {
+      const uint2 u = *reinterpret_cast<const uint2*>(src + lane * kVd);
+      vr[tt][0] = u.x;
+      vr[tt][1] = u.y;
+    } else if constexpr (kVd == 2) {
+      vr[tt][0] = *reinterpret_cast<const uint32_t*>(src + lane * kVd);
     } else {
-      for (int q = 0; q < nsplit; ++q) mx = fmaxf(mx, load_coherent(ph + static_cast<int64_t>(q) * (D + 2)));
-      for (int q = 0; q < nsplit; ++q) {
-        const float* pq = ph + static_cast<int64_t>(q) * (D + 2);
-        const float w = expf(load_coherent(pq) - mx);
-        sum += load_coherent(pq + 1) * w;
-        a = fmaf(load_coherent(pq + 2 + d), w, a);
+      vr[tt][0] = *reinterpret_cast<const uint16_t*>(src + lane);
+    }
+  };
+  if (visible && key != pos) load_k(kpool + base + static_cast<int64_t>(t) * D);
+  else
+#pragma unroll
+    for (int i = 0; i < kKVecs; ++i) kr[i] = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int tt = 0; tt < kKeys; ++tt) {
+    const int k = wkey0 + tt;
+    if (k >= begin && k < end && k != pos) load_v(tt, vpool + base + static_cast<int64_t>(tt) * D);
+    else
+#pragma unroll
+      for (int w = 0; w < kVw; ++w) vr[tt][w] = 0;
+  }
+  RopeCoefs rope{};
+  if constexpr (kFused) {
+    if (rope_in_regs(D)) rope = rope_coefs(p.fused.rope, static_cast<float>(pos), lane);
+  }
+  grid_dependency_wait();
+
+  // The query heads (roped, as stored) and, fused, key pos's k and v.
+  __shared__ __align__(16) T s_q[kG][kD];
+  __shared__ __align__(16) T s_new[kFused ? 2 : 1][kFused ? kD : 8];
+  const bool has_new = end == len;  // this block holds key pos
+  if constexpr (kFused) {
+    const DecodeQkv& f = p.fused;
+    const T* src = p.q + static_cast<int64_t>(row) * (heads + 2 * kv_heads) * D;
+    for (int task = warp; task < ng + (has_new ? 1 : 0); task += kWarps) {
+      const T* head = src + static_cast<int64_t>(task < ng ? h0 + task : heads + g) * D;
+      const T* w = static_cast<const T*>(task < ng ? f.q_norm : f.k_norm);
+      T* dst = task < ng ? s_q[task] : s_new[0];
+      auto put = [&](int i, float v) { store(dst + i, v); };
+      if (rope_in_regs(D)) norm_rope_head(head, w, f.rope, rope, lane, put);
+      else norm_rope_head(head, w, f.rope, static_cast<float>(pos), lane, put);
+    }
+    if (has_new)
+      for (int d = threadIdx.x; d < D; d += kWideThreads) s_new[kFused ? 1 : 0][d] = src[static_cast<int64_t>(heads + kv_heads + g) * D + d];
+    for (int idx = threadIdx.x; idx < (kG - ng) * D; idx += kWideThreads) store(&s_q[ng + idx / D][idx % D], 0.0f);
+    __syncthreads();
+    if (has_new && chunk == 0) {  // the cache write (other chunks' blocks use s_new alone)
+      const int64_t at = ((static_cast<int64_t>(table[pos / kPage]) * kv_heads + g) * kPage + pos % kPage) * D;
+      T* kw = static_cast<T*>(f.k_pool) + at;
+      T* vw = static_cast<T*>(f.v_pool) + at;
+      for (int d = threadIdx.x; d < D; d += kWideThreads) {
+        kw[d] = s_new[0][d];
+        vw[d] = s_new[kFused ? 1 : 0][d];
       }
     }
-    store(out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
+  } else {
+    for (int idx = threadIdx.x; idx < kG * D; idx += kWideThreads) {
+      const int gg = idx / D, d = idx % D;
+      if (gg < ng) s_q[gg][d] = p.q[(static_cast<int64_t>(row) * heads + h0 + gg) * D + d];
+      else store(&s_q[gg][d], 0.0f);
+    }
+    __syncthreads();
   }
+  // Key pos: from shared memory (fused) or, written by the previous kernel, the cache.
+  if (has_new && live && pos >= wkey0 && pos < wkey0 + kKeys) {
+    const T* kn = kFused ? s_new[0] : kpool + base + static_cast<int64_t>(pos - wkey0) * D;
+    const T* vn = kFused ? s_new[kFused ? 1 : 0] : vpool + base + static_cast<int64_t>(pos - wkey0) * D;
+    if (key == pos) load_k(kn);
+#pragma unroll
+    for (int tt = 0; tt < kKeys; ++tt)
+      if (wkey0 + tt == pos) load_v(tt, vn);
+  }
+
+  // Scores and the warp's softmax.
+  __shared__ __align__(16) float s_p[kWarps][kG][kKeys];
+  float m[kG], l[kG];
+#pragma unroll
+  for (int gg = 0; gg < kG; ++gg) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kKVecs; ++i) {
+      const uint4 qv = *reinterpret_cast<const uint4*>(&s_q[gg][half * kHalf + i * 8]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s = fmaf(vec16_get<T>(qv, e), vec16_get<T>(kr[i], e), s);
+    }
+    s += shfl_xor(s, 1);
+    s = visible ? s * p.scale : neg_inf();
+    float mx = s;
+#pragma unroll
+    for (int off = 2; off < kWarp; off *= 2) mx = fmaxf(mx, shfl_xor(mx, off));
+    const float e = visible ? expf(s - mx) : 0.0f;  // mx finite where any key is visible
+    float sum = e;
+#pragma unroll
+    for (int off = 2; off < kWarp; off *= 2) sum += shfl_xor(sum, off);
+    m[gg] = mx;
+    l[gg] = sum;
+    if (half == 0) s_p[warp][gg][t] = round_to(e, mode);
+  }
+  warp_sync();
+  // acc = sum_t p_t v_t over the warp's keys (masked keys: 0 * 0).
+  float acc[kG][kVd];
+#pragma unroll
+  for (int gg = 0; gg < kG; ++gg) {
+#pragma unroll
+    for (int e = 0; e < kVd; ++e) acc[gg][e] = 0.0f;
+#pragma unroll
+    for (int t4 = 0; t4 < kKeys; t4 += 4) {
+      const float4 pp = *reinterpret_cast<const float4*>(&s_p[warp][gg][t4]);
+      const float pt[4] = {pp.x, pp.y, pp.z, pp.w};
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int e = 0; e < kVd; ++e)
+          acc[gg][e] = fmaf(pt[u], from_bits<T>(vr[t4 + u][e / 2] >> (16 * (e % 2))), acc[gg][e]);
+    }
+  }
+
+  // The warps' (m, l, acc) meet in shared memory.
+  __shared__ float s_wm[kWarps][kG], s_wl[kWarps][kG];
+  __shared__ __align__(16) float s_wacc[kWarps][kG][kD];
+#pragma unroll
+  for (int gg = 0; gg < kG; ++gg) {
+    if (lane == 0) {
+      s_wm[warp][gg] = live ? m[gg] : neg_inf();
+      s_wl[warp][gg] = live ? l[gg] : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < kVd; ++e) s_wacc[warp][gg][lane * kVd + e] = acc[gg][e];
+  }
+  __syncthreads();
+  const int span = kWideSpan;
+  for (int idx = threadIdx.x; idx < ng * D; idx += kWideThreads) {
+    const int gg = idx / D, d = idx % D, h = h0 + gg;
+    float mx = neg_inf();
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_wm[w][gg]);
+    float sum = 0.0f, a = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float mw = s_wm[w][gg];
+      if (mw == neg_inf()) continue;  // no visible key in warp w
+      const float wt = expf(mw - mx);
+      sum = fmaf(s_wl[w][gg], wt, sum);
+      a = fmaf(s_wacc[w][gg][d], wt, a);
+    }
+    if (p.splits == 1) {
+      store(p.out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
+    } else {
+      float* pt = p.partial + ((static_cast<int64_t>(b) * heads + h) * p.splits + split) * (D + 2);
+      if (d == 0) {
+        pt[0] = mx;
+        pt[1] = sum;
+      }
+      pt[2 + d] = a;
+    }
+  }
+  if (p.splits == 1) return;
+  merge_splits(p, b, h0, ng, row, first, pos, span);
 }
 
 // ---- Host side: how a decode launch is cut ------------------------------------
@@ -494,6 +738,7 @@ struct DecodePlan {
   int head_chunks = 1;    // blocks per kv head
   int pages_per_split = 1;
   int splits = 1;
+  bool wide = false;      // paged_decode_wide_block (else paged_decode_block)
 };
 
 inline DecodePlan decode_plan(const PagedBatch& batch, const AttentionSpec& spec) {
@@ -509,16 +754,35 @@ inline DecodePlan decode_plan(const PagedBatch& batch, const AttentionSpec& spec
   return p;
 }
 
-// Scratch of a split decode: the partials (max, sum, acc[D]) of every
-// (sequence, head, split), then one merge counter per block column
-// (sequence, kv head, head chunk).
+// The wide kernel's cut: kWideSpan keys per split, up to kWideMaxHeads
+// query heads per block.
+inline DecodePlan decode_plan_wide(const PagedBatch& batch, const AttentionSpec& spec) {
+  DecodePlan p;
+  const int64_t group = spec.heads / spec.kv_heads;
+  p.kG = group <= 1 ? 1 : group <= 2 ? 2 : kWideMaxHeads;
+  p.head_chunks = static_cast<int>((group + p.kG - 1) / p.kG);
+  p.pages_per_split = kWideSpan / kPage;
+  const int64_t max_pages = std::max<int64_t>(1, (batch.max_seq_len + kPage - 1) / kPage);
+  p.splits = static_cast<int>((max_pages + p.pages_per_split - 1) / p.pages_per_split);
+  p.wide = true;
+  return p;
+}
+
+// Scratch of a split decode. The merge counters come first, one per
+// (sequence, block column) at b * heads + the column's first query head,
+// whichever plan cut the launch; the partials (max, sum, acc[D] of every
+// (sequence, head, split)) fill the end of the scratch. A scratch shared by
+// launches of different shapes (a graph per batch size) therefore never has
+// one launch's partials over another's counters as long as it holds the
+// largest counter block plus the largest partials
+// (paged_attention_shared_scratch_elems); the counters are zero between
+// launches, the partials anything.
 inline int64_t partial_elems(int64_t seqs, int64_t heads, int64_t D, const DecodePlan& p) {
   return p.splits > 1 ? seqs * heads * p.splits * (D + 2) : 0;
 }
-inline int64_t counter_elems(int64_t seqs, int64_t kv_heads, const DecodePlan& p) {
-  return p.splits > 1 ? seqs * kv_heads * p.head_chunks : 0;
+inline int64_t counter_elems(int64_t seqs, int64_t heads, const DecodePlan& p) {
+  return p.splits > 1 ? seqs * heads : 0;
 }
-
 
 // The sliding window as the kernels take it (0: none).
 inline int decode_window(const AttentionSpec& spec) {
@@ -526,18 +790,20 @@ inline int decode_window(const AttentionSpec& spec) {
 }
 
 // A decode launch's arguments for q [tokens, heads * D] (or the q|k|v rows
-// with a fused prologue) over `cache`; `scratch`: the split-K scratch
-// (paged_attention_scratch_elems F32 values, the merge counters after the
-// partials), or null with one split.
+// with a fused prologue) over `cache`; `scratch`: the split-K scratch of
+// scratch_elems F32 values (counters first, partials at the end), or null
+// with one split.
 template <typename T>
 DecodeParams<T> decode_params(const PagedBatch& batch, const AttentionSpec& spec, const DecodePlan& plan, const T* q,
-                              const PagedKVLayer& cache, T* out, float* scratch) {
+                              const PagedKVLayer& cache, T* out, float* scratch, int64_t scratch_elems) {
   DecodeParams<T> p;
   p.q = q;
   p.kpool = static_cast<const T*>(cache.k.raw_data());
   p.vpool = static_cast<const T*>(cache.v.raw_data());
   p.out = out;
-  p.partial = scratch;
+  const bool split = plan.splits > 1 && scratch;
+  p.partial = split ? scratch + scratch_elems - partial_elems(batch.num_seqs, spec.heads, spec.head_dim, plan) : nullptr;
+  p.counters = split ? reinterpret_cast<int*>(scratch) : nullptr;
   p.query_start = static_cast<const int32_t*>(batch.query_start.raw_data());
   p.seq_lens = static_cast<const int32_t*>(batch.seq_lens.raw_data());
   p.block_table = static_cast<const int32_t*>(batch.block_table.raw_data());
@@ -552,9 +818,6 @@ DecodeParams<T> decode_params(const PagedBatch& batch, const AttentionSpec& spec
   p.mode = round_mode(spec.dtype);
   p.pages_per_split = plan.pages_per_split;
   p.splits = plan.splits;
-  p.counters = plan.splits > 1 && scratch
-                   ? reinterpret_cast<int*>(scratch + partial_elems(batch.num_seqs, spec.heads, spec.head_dim, plan))
-                   : nullptr;
   return p;
 }
 

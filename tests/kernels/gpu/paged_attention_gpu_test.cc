@@ -348,6 +348,47 @@ TEST_F(GpuPagedAttentionTest, SplitKWithLengthsBelowTheLaunchBound) {
   }
 }
 
+// One scratch shared by decode batches of different sizes, as the step
+// workspace shares it between the graphs of each batch size: a batch's
+// partials must never land on another batch's merge counters (a counter
+// left non-zero makes every later merge of that column skip). Batch sizes
+// 1..12 cross the wide (<= 8 sequences) and split kernels and change the
+// split count; each run is checked against the CPU, in a sequence that
+// revisits sizes after larger ones wrote their partials.
+TEST_F(GpuPagedAttentionTest, DecodeBatchesOfEverySizeShareOneScratch) {
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    const k::AttentionSpec spec = make_spec(16, 2, 128, std::nullopt, dt);
+    constexpr int64_t kBound = 2048, kMaxSeqs = 12;
+    const int64_t elems = k::paged_attention_shared_scratch_elems(kMaxSeqs, kBound, spec, test_gpu());
+    ASSERT_GT(elems, 0);
+    Tensor scratch = zeroed_scratch(elems);
+    for (int64_t n : {5, 4, 1, 12, 3, 9, 2, 8, 5, 1, 11, 4}) {
+      std::vector<SeqShape> seqs;
+      for (int64_t b = 0; b < n; ++b) seqs.push_back({1 + (b * 577 + n * 131) % 2000, 1});
+      Paged p = build(spec, seqs, kBound);
+      ASSERT_LE(k::paged_attention_scratch_elems(p.gpu_batch, spec, test_gpu()), elems);
+      Tensor out = poisoned({n, spec.heads * spec.head_dim}, dt);
+      k::paged_attention(p.q_gpu, p.gpu_batch, p.gpu_cache, spec, out, &scratch);
+      const double err = rel_error(to_host_f32(out), cpu_reference(p));
+      EXPECT_LE(err, limit(dt)) << "shared scratch, batch " << n << " " << dtype_torch_name(dt);
+    }
+  }
+}
+
+// Decode batches of more than 8 sequences (the split kernel in 16-bit
+// storage; smaller ones take the wide kernel).
+TEST_F(GpuPagedAttentionTest, LargeDecodeBatchesMatchCpuReference) {
+  std::vector<SeqShape> seqs;
+  for (int64_t b = 0; b < 20; ++b) seqs.push_back({1 + (b * 389) % 3000, 1});
+  for (DType dt : {DType::kBF16, DType::kF16})
+    for (int64_t dim : {64, 128})
+      for (int64_t ratio : {1, 2, 8})
+        for (std::optional<int64_t> window : {std::optional<int64_t>{}, std::optional<int64_t>{300}}) {
+          const k::AttentionSpec spec = make_spec(16, ratio, dim, window, dt);
+          vs_cpu(build(spec, seqs), "decode 20 sequences " + describe(spec));
+        }
+}
+
 // qkv_rope_paged_attention: the fused decode kernel (q/k norm + RoPE + cache
 // write in the attention prologue) against the two ops it replaces, on the
 // GPU (bit for bit in 16-bit storage; F32 may differ by fma contraction) and
