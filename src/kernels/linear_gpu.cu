@@ -110,7 +110,7 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs<T> args) {
   GemvBlock<T, ROWS, kVec, kInput, kOutput> g(args, blockIdx.x, gridDim.x);
   g.load_first();
-  g.prefetch_l2(true);
+  g.prefetch_l2();
   allow_dependents();
   grid_dependency_wait();  // launched dependent (gpu/launch.h)
   g.run();
@@ -146,6 +146,7 @@ GemvDeviceInfo gemv_device_info(int device) {
 // HIPFORMERS_GEMV_WARP_TASKS_PER_SM override them (for A/B measurements).
 struct GemvGrid {
   int blocks_per_sm = 2, warp_tasks_per_sm = 8;
+  int64_t l2_prefetch_bytes = int64_t{32} << 20;  // HIPFORMERS_GEMV_L2_BYTES; 0: no bound
 };
 GemvGrid gemv_grid() {
   static const GemvGrid grid = [] {
@@ -156,6 +157,7 @@ GemvGrid gemv_grid() {
     env("HIPFORMERS_GEMV_BLOCKS_PER_SM", g.blocks_per_sm);
     env("HIPFORMERS_GEMV_WARP_TASKS_PER_SM", g.warp_tasks_per_sm);
     if (g.warp_tasks_per_sm < 1) g.warp_tasks_per_sm = 1;
+    if (const char* v = std::getenv("HIPFORMERS_GEMV_L2_BYTES"); v && *v) g.l2_prefetch_bytes = std::max(0LL, std::atoll(v));
     return g;
   }();
   return grid;
@@ -191,6 +193,7 @@ void gemv_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DTyp
     a.in_f = in_f;
     a.mode = round_mode(dtype);
     a.fusion = fusion;
+    a.prefetch_tiles = gemv_prefetch_tiles(blocks, per_block, in_f, sizeof(T), grid.l2_prefetch_bytes);
     const std::size_t shared = gemv_fused_bytes(input, rows, in_f, x.dtype());
     auto launch = [&](auto rows_tag, auto vec_tag) {
       constexpr int kRows = decltype(rows_tag)::value;

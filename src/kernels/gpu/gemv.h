@@ -41,6 +41,7 @@
 // hides behind the tile's weight stream.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -152,6 +153,11 @@ template <typename T> struct GemvArgs {
   int64_t out_f = 0, in_f = 0;
   int split = 1;
   int mode = 0;
+  // Tiles per block kept asked of L2 ahead of the one being computed
+  // (gemv_prefetch_tiles): all of them for weights that fit in L2 with room
+  // to spare, fewer for the lm_head, whose lines would otherwise be evicted
+  // before their loads reach them and be read from memory twice.
+  int prefetch_tiles = 1 << 30;
   GemvFusion fusion{};
 };
 
@@ -166,6 +172,13 @@ __device__ __forceinline__ void gemv_stage_norm_weight(const T* norm_w, T* nw, i
   for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) nw[i] = norm_w[i];
 }
 
+// Rows of up to kNormHeld vectors per lane are loaded in one round (every
+// load in flight at once, then the sum, then the normalised values from the
+// same registers): the prologue costs one L2 round trip after the dependent
+// wait instead of one per vector. Longer rows loop. Both add the squares in
+// the same order (lane's vectors in index order, then the butterfly).
+constexpr int kNormHeld = 8;
+
 template <typename T, bool kVec>
 __device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, int rows, int64_t in_f,
                                                 const GemvFusion& fusion, int mode) {
@@ -176,7 +189,39 @@ __device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, 
     float sum = 0;
     if constexpr (kVec) {
       constexpr int V = kVec16<T>;
-      for (int64_t j = lane; j < in_f / V; j += kWarp) {
+      const int64_t nvec = in_f / V;
+      auto put = [&](int64_t j, const uint4& u, float inv) {
+        const uint4 wv = *reinterpret_cast<const uint4*>(nw + j * V);
+        uint4 o;
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          vec16_put<T>(o, e, round_to(vec16_get<T>(wv, e) * round_to(vec16_get<T>(u, e) * inv, mode), mode));
+        *reinterpret_cast<uint4*>(out + j * V) = o;
+      };
+      if (nvec <= static_cast<int64_t>(kNormHeld) * kWarp) {
+        uint4 held[kNormHeld];
+#pragma unroll
+        for (int i = 0; i < kNormHeld; ++i) {
+          const int64_t j = lane + static_cast<int64_t>(i) * kWarp;
+          held[i] = j < nvec ? *reinterpret_cast<const uint4*>(xr + j * V) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < kNormHeld; ++i)
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            const float v = vec16_get<T>(held[i], e);
+            sum = fmaf(v, v, sum);  // the zero-filled tail adds exactly 0
+          }
+        sum = warp_sum(sum);
+        const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
+#pragma unroll
+        for (int i = 0; i < kNormHeld; ++i) {
+          const int64_t j = lane + static_cast<int64_t>(i) * kWarp;
+          if (j < nvec) put(j, held[i], inv);
+        }
+        continue;
+      }
+      for (int64_t j = lane; j < nvec; j += kWarp) {
         const uint4 u = *reinterpret_cast<const uint4*>(xr + j * V);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
@@ -184,26 +229,16 @@ __device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, 
           sum = fmaf(v, v, sum);
         }
       }
+      sum = warp_sum(sum);
+      const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
+      for (int64_t j = lane; j < nvec; j += kWarp) put(j, *reinterpret_cast<const uint4*>(xr + j * V), inv);
     } else {
       for (int64_t i = lane; i < in_f; i += kWarp) {
         const float v = load(xr + i);
         sum = fmaf(v, v, sum);
       }
-    }
-    sum = warp_sum(sum);
-    const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
-    if constexpr (kVec) {
-      constexpr int V = kVec16<T>;
-      for (int64_t j = lane; j < in_f / V; j += kWarp) {
-        const uint4 u = *reinterpret_cast<const uint4*>(xr + j * V);
-        const uint4 wv = *reinterpret_cast<const uint4*>(nw + j * V);
-        uint4 o;
-#pragma unroll
-        for (int e = 0; e < V; ++e)
-          vec16_put<T>(o, e, round_to(vec16_get<T>(wv, e) * round_to(vec16_get<T>(u, e) * inv, mode), mode));
-        *reinterpret_cast<uint4*>(out + j * V) = o;
-      }
-    } else {
+      sum = warp_sum(sum);
+      const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
       for (int64_t i = lane; i < in_f; i += kWarp)
         store(out + i, round_to(load(nw + i) * round_to(load(xr + i) * inv, mode), mode));
     }
@@ -275,17 +310,22 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvB
     if constexpr (kInput == kInputNorm) gemv_stage_norm_weight(static_cast<const T*>(a.fusion.norm_w), fused_shared(), a.in_f);
   }
 
-  // One prefetch per 128-byte line of the block's weight rows (all tiles),
-  // skipping the chunk load_first() brings when `after_first`.
-  __device__ __forceinline__ void prefetch_l2(bool after_first) const {
-    for (int64_t tile = block; tile < tiles; tile += grid) {
-      const T* prow[R];
-      rows_of(tile, prow);
-      for (int64_t j = after_first && tile == block ? j0 + chunk : j0; j < nv; j += step)
-        if ((j * V * static_cast<int64_t>(sizeof(T))) % 128 < static_cast<int64_t>(V * sizeof(T)))
+  // One prefetch per 128-byte line of the warp's weight rows in `tile`,
+  // from vector j_start on.
+  __device__ __forceinline__ void prefetch_tile(int64_t tile, int64_t j_start) const {
+    const T* prow[R];
+    rows_of(tile, prow);
+    for (int64_t j = j_start; j < nv; j += step)
+      if ((j * V * static_cast<int64_t>(sizeof(T))) % 128 < static_cast<int64_t>(V * sizeof(T)))
 #pragma unroll
-          for (int f = 0; f < R; ++f) prefetch_l2_line(prow[f] + j * V);
-    }
+        for (int f = 0; f < R; ++f) prefetch_l2_line(prow[f] + j * V);
+  }
+  // The block's first prefetch_tiles tiles, skipping the chunk load_first()
+  // brings; run() asks for each later tile prefetch_tiles tiles ahead.
+  __device__ __forceinline__ void prefetch_l2() const {
+    int64_t k = 0;
+    for (int64_t tile = block; tile < tiles && k < a.prefetch_tiles; tile += grid, ++k)
+      prefetch_tile(tile, tile == block ? j0 + chunk : j0);
   }
 
   // Every tile of the block, once x (and the residual) are ready. Needs
@@ -307,7 +347,9 @@ template <typename T, int ROWS, bool kVec, int kInput, int kOutput> struct GemvB
     T* residual = static_cast<T*>(a.fusion.residual);
     const int tid = static_cast<int>(threadIdx.x);
     const int split = a.split;
+    const int64_t ahead = static_cast<int64_t>(a.prefetch_tiles) * grid;
     for (int64_t tile = block; tile < tiles; tile += grid) {
+      if (tile + ahead < tiles && tile + ahead >= block) prefetch_tile(tile + ahead, j0);
       // The output this thread stores for the tile (if any), and with a
       // residual update that element's old value, loaded now.
       int out_r = -1;
@@ -414,6 +456,17 @@ inline int gemv_split(int64_t groups, int64_t nv, int warps, int warp_width, int
     split *= 2;
   return split;
 }
+// Tiles per block to keep asked of L2 ahead (GemvArgs::prefetch_tiles):
+// as many rounds of the whole grid's tiles as fit in l2_budget bytes, at
+// least one; l2_budget 0: every tile at once.
+inline int gemv_prefetch_tiles(int64_t blocks, int64_t groups_per_tile, int64_t in_f, std::size_t elem_bytes,
+                               int64_t l2_budget) {
+  if (l2_budget <= 0) return 1 << 30;
+  const int64_t round = blocks * groups_per_tile * kGemvFeatures * in_f * static_cast<int64_t>(elem_bytes);
+  const int64_t rounds = round > 0 ? l2_budget / round : 1;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rounds, 1 << 30)));
+}
+
 // Shared memory a normalised input needs (0 for a plain one): GemvBlock::fused_shared.
 inline std::size_t gemv_fused_bytes(int input, int64_t rows, int64_t in_f, DType storage) {
   // The norm weight, then the normalised rows.
