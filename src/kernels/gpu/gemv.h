@@ -172,13 +172,6 @@ __device__ __forceinline__ void gemv_stage_norm_weight(const T* norm_w, T* nw, i
   for (int64_t i = threadIdx.x; i < in_f; i += blockDim.x) nw[i] = norm_w[i];
 }
 
-// Rows of up to kNormHeld vectors per lane are loaded in one round (every
-// load in flight at once, then the sum, then the normalised values from the
-// same registers): the prologue costs one L2 round trip after the dependent
-// wait instead of one per vector. Longer rows loop. Both add the squares in
-// the same order (lane's vectors in index order, then the butterfly).
-constexpr int kNormHeld = 8;
-
 template <typename T, bool kVec>
 __device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, int rows, int64_t in_f,
                                                 const GemvFusion& fusion, int mode) {
@@ -189,39 +182,7 @@ __device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, 
     float sum = 0;
     if constexpr (kVec) {
       constexpr int V = kVec16<T>;
-      const int64_t nvec = in_f / V;
-      auto put = [&](int64_t j, const uint4& u, float inv) {
-        const uint4 wv = *reinterpret_cast<const uint4*>(nw + j * V);
-        uint4 o;
-#pragma unroll
-        for (int e = 0; e < V; ++e)
-          vec16_put<T>(o, e, round_to(vec16_get<T>(wv, e) * round_to(vec16_get<T>(u, e) * inv, mode), mode));
-        *reinterpret_cast<uint4*>(out + j * V) = o;
-      };
-      if (nvec <= static_cast<int64_t>(kNormHeld) * kWarp) {
-        uint4 held[kNormHeld];
-#pragma unroll
-        for (int i = 0; i < kNormHeld; ++i) {
-          const int64_t j = lane + static_cast<int64_t>(i) * kWarp;
-          held[i] = j < nvec ? *reinterpret_cast<const uint4*>(xr + j * V) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int i = 0; i < kNormHeld; ++i)
-#pragma unroll
-          for (int e = 0; e < V; ++e) {
-            const float v = vec16_get<T>(held[i], e);
-            sum = fmaf(v, v, sum);  // the zero-filled tail adds exactly 0
-          }
-        sum = warp_sum(sum);
-        const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
-#pragma unroll
-        for (int i = 0; i < kNormHeld; ++i) {
-          const int64_t j = lane + static_cast<int64_t>(i) * kWarp;
-          if (j < nvec) put(j, held[i], inv);
-        }
-        continue;
-      }
-      for (int64_t j = lane; j < nvec; j += kWarp) {
+      for (int64_t j = lane; j < in_f / V; j += kWarp) {
         const uint4 u = *reinterpret_cast<const uint4*>(xr + j * V);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
@@ -229,16 +190,26 @@ __device__ __forceinline__ void gemv_norm_input(const T* x, const T* nw, T* xs, 
           sum = fmaf(v, v, sum);
         }
       }
-      sum = warp_sum(sum);
-      const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
-      for (int64_t j = lane; j < nvec; j += kWarp) put(j, *reinterpret_cast<const uint4*>(xr + j * V), inv);
     } else {
       for (int64_t i = lane; i < in_f; i += kWarp) {
         const float v = load(xr + i);
         sum = fmaf(v, v, sum);
       }
-      sum = warp_sum(sum);
-      const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
+    }
+    sum = warp_sum(sum);
+    const float inv = 1.0f / sqrtf(sum / static_cast<float>(in_f) + fusion.eps);
+    if constexpr (kVec) {
+      constexpr int V = kVec16<T>;
+      for (int64_t j = lane; j < in_f / V; j += kWarp) {
+        const uint4 u = *reinterpret_cast<const uint4*>(xr + j * V);
+        const uint4 wv = *reinterpret_cast<const uint4*>(nw + j * V);
+        uint4 o;
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          vec16_put<T>(o, e, round_to(vec16_get<T>(wv, e) * round_to(vec16_get<T>(u, e) * inv, mode), mode));
+        *reinterpret_cast<uint4*>(out + j * V) = o;
+      }
+    } else {
       for (int64_t i = lane; i < in_f; i += kWarp)
         store(out + i, round_to(load(nw + i) * round_to(load(xr + i) * inv, mode), mode));
     }
