@@ -4,7 +4,8 @@
 #   bench/device_bench.sh quick     hipformers alone: the three issue cases
 #   bench/device_bench.sh profile   per-kernel times of a short decode (ncu)
 #   bench/device_bench.sh profile_prefill  per-kernel times of a 4096-token prefill, by kernel (ncu)
-#   bench/device_bench.sh ab        decode ms/step of the defaults and of variants (AB_VARIANTS, AB_BATCHES)
+#   bench/device_bench.sh ab        decode ms/step of the defaults and of variants (AB_VARIANTS, AB_BATCHES,
+#                                   AB_PROMPT)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
 #                                   written into $OUT/PERFORMANCE.md
 set -uo pipefail
@@ -88,10 +89,12 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             gemv_uncapped) envs="HIPFORMERS_GEMV_BLOCKS_PER_SM=0" ;;
             no_pdl) envs="HIPFORMERS_DISABLE_PDL=1" ;;
             no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
+            split_attn) envs="HIPFORMERS_DECODE_ATTENTION=split" ;;
+            l2_unbounded) envs="HIPFORMERS_GEMV_L2_BYTES=0" ;;
           esac
-          printf '%-14s batch %s: ' "$v" "$b"
+          printf '%-14s batch %s prompt %s: ' "$v" "$b" "${AB_PROMPT:-128}"
           env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" \
-            --prompt-len 128 --gen-len 128 $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
+            --prompt-len "${AB_PROMPT:-128}" --gen-len 128 $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
 r=json.loads(sys.stdin.read())
 print("%.3f ms/step, decode %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"]))'
