@@ -6,6 +6,8 @@
 #   bench/device_bench.sh profile_prefill  per-kernel times of a 4096-token prefill, by kernel (ncu)
 #   bench/device_bench.sh ab        decode ms/step of the defaults and of variants (AB_VARIANTS, AB_BATCHES,
 #                                   AB_PROMPT)
+#   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
+#                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
 #                                   written into $OUT/PERFORMANCE.md
 set -uo pipefail
@@ -99,6 +101,22 @@ import json,sys
 r=json.loads(sys.stdin.read())
 print("%.3f ms/step, decode %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"]))'
         done
+      done ;;
+    trace)
+      # One decode-graph replay traced block by block (a build configured
+      # with -DHIPFORMERS_STEP_TRACE=ON, staged as HF_TRACE), summarised by
+      # bench/step_trace.py. TRACE_ENV / TRACE_ARGS: variant switches and
+      # bench arguments for the traced run, TRACE_TAG: its files' suffix.
+      HF_TRACE=${HF_TRACE:-$PWD/.devbuild/bin/hipformers-trace}
+      for b in ${TRACE_BATCHES:-1}; do
+        echo "== step trace, batch $b ${TRACE_ENV:-}"
+        env ${TRACE_ENV:-} HIPFORMERS_STEP_TRACE_FILE="$OUT/trace_b$b${TRACE_TAG:-}.csv" timeout 120 "$HF_TRACE" bench --model "$MODEL" \
+          --device cuda --dtype bfloat16 --batch "$b" --prompt-len 128 --gen-len 64 --warmup 0 --repeat 1 ${TRACE_ARGS:-} >/dev/null
+        echo "exit $?"
+        T="$OUT/trace_b$b${TRACE_TAG:-}"
+        python3 bench/step_trace.py "$T.csv" --all >"$T.txt" 2>&1
+        head -2 "$T.txt"
+        sed -n '/^unit of/,$p' "$T.txt"
       done ;;
     compare)
       cp docs/PERFORMANCE.md "$OUT/PERFORMANCE.md"

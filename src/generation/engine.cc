@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hipformers/core/error.h"
+#include "hipformers/kernels/step_trace.h"
 
 namespace hipformers {
 
@@ -86,6 +87,20 @@ void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool arg
       return model_.forward_step(*workspace_, *cache_, argmax);
     }
     found = graphs_.emplace(key, std::move(graph)).first;
+  }
+  // Developer tool (kernels/step_trace.h): one replay, the
+  // HIPFORMERS_STEP_TRACE_AT-th (default 40), traced into the named file.
+  static const char* trace_file = std::getenv("HIPFORMERS_STEP_TRACE_FILE");
+  static int replays = 0;
+  static const int trace_at = [] {
+    const char* v = std::getenv("HIPFORMERS_STEP_TRACE_AT");
+    return v && *v ? std::atoi(v) : 40;
+  }();
+  if (trace_file && *trace_file && ++replays == trace_at) {
+    kernels::step_trace_arm(model_.device().index);
+    found->second.replay();
+    kernels::step_trace_write(model_.device().index, trace_file);
+    return;
   }
   found->second.replay();
 }

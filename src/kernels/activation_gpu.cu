@@ -21,6 +21,7 @@ __global__ void silu_and_mul_kernel(const T* gate, const T* up, T* out, int64_t 
 template <typename T, bool kVec>
 __global__ void silu_and_mul_packed_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                                            int64_t I, int mode) {
+  StepTraceScope trace_scope;
   allow_dependents();
   grid_dependency_wait();  // launched dependent (gpu/launch.h)
   constexpr int V = kVec ? kVec16<T> : 1;

@@ -55,6 +55,7 @@ __device__ __forceinline__ unsigned long long shfl_xor_u64(unsigned long long v,
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const T* __restrict__ logits, int32_t* ids,
                                                                      int64_t V, int64_t row0) {
+  StepTraceScope trace_scope;
   allow_dependents();
   grid_dependency_wait();  // launched dependent (gpu/launch.h)
   const int slot = static_cast<int>(blockIdx.y);

@@ -38,6 +38,7 @@ template <typename T, int kD> constexpr bool kFusedInstantiated = sizeof(T) == 2
 // it has loaded the older keys (paged_decode_block).
 template <typename T, int kD, int kVec, int kLanes, int kG, bool kFused>
 __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(DecodeParams<T> p) {
+  StepTraceScope trace_scope;
   allow_dependents();
   paged_decode_block<T, kD, kVec, kLanes, kG, kFused>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
@@ -46,6 +47,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(DecodePara
 // Same grid and contract as paged_decode_kernel; 16-bit K/V, head_dim 64 or 128.
 template <typename T, int kD, int kG, bool kFused>
 __global__ void __launch_bounds__(kWideThreads, 1) paged_decode_wide_kernel(DecodeParams<T> p) {
+  StepTraceScope trace_scope;
   allow_dependents();
   paged_decode_wide_block<T, kD, kG, kFused>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }

@@ -24,6 +24,7 @@ template <typename T>
 __global__ void __launch_bounds__(1024) qkv_rope_kernel(const T* __restrict__ qkv, const T* __restrict__ q_norm,
                                                         const T* __restrict__ k_norm, T* k_pool, T* v_pool, T* q_out,
                                                         QkvArgs a) {
+  StepTraceScope trace_scope;
   allow_dependents();
   grid_dependency_wait();  // launched dependent (gpu/launch.h)
   const int64_t t = blockIdx.x;

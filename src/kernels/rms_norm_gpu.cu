@@ -13,6 +13,7 @@ namespace {
 template <typename T>
 __global__ void rms_norm_kernel(const T* __restrict__ add, T* x, const T* __restrict__ weight, T* out,
                                 float* __restrict__ rstd, int64_t H, float eps, int mode) {
+  StepTraceScope trace_scope;
   allow_dependents();
   grid_dependency_wait();  // launched dependent (gpu/launch.h)
   __shared__ float scratch[kMaxWarps];
@@ -55,6 +56,7 @@ template <typename T>
 __global__ void __launch_bounds__(256) rms_norm_vec_kernel(const T* __restrict__ add, T* x,
                                                            const T* __restrict__ weight, T* out,
                                                            float* __restrict__ rstd, int64_t H, float eps, int mode) {
+  StepTraceScope trace_scope;
   __shared__ float scratch[kMaxWarps];
   constexpr int V = kVec16<T>, kThreads = kVecThreads<T>;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * H;

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "gpu_types.h"
+#include "step_trace.h"
 
 namespace hipformers::kernels::gpu {
 
@@ -34,6 +35,7 @@ namespace hipformers::kernels::gpu {
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(HIPFORMERS_WITH_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  step_trace(kTraceWaited);
 #if defined(HIPFORMERS_PDL_LATE_TRIGGER)
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
@@ -44,6 +46,7 @@ __device__ __forceinline__ void allow_dependents() {
 #if defined(HIPFORMERS_WITH_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && \
     !defined(HIPFORMERS_PDL_LATE_TRIGGER)
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  step_trace(kTraceTrigger);
 #endif
 }
 
