@@ -133,7 +133,7 @@ GemvDeviceInfo gemv_device_info(int device) {
     gpuDeviceProp_t prop{};
     check(gpuGetDeviceProperties(&prop, device), "gpuGetDeviceProperties");
     info.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
-    info.warp = prop.warpSize > 0 ? prop.warpSize : 32;
+    info.warp = kernel_warp_size(prop.warpSize > 0 ? prop.warpSize : 32);
   }
   return info;
 }

@@ -43,11 +43,7 @@ __device__ __forceinline__ unsigned long long max_u64(unsigned long long a, unsi
 
 __device__ __forceinline__ unsigned long long shfl_xor_u64(unsigned long long v, int mask) {
   const int lo = static_cast<int>(static_cast<uint32_t>(v)), hi = static_cast<int>(static_cast<uint32_t>(v >> 32));
-#if defined(HIPFORMERS_WITH_CUDA)
-  const int lo2 = __shfl_xor_sync(0xffffffffu, lo, mask, kWarp), hi2 = __shfl_xor_sync(0xffffffffu, hi, mask, kWarp);
-#else
-  const int lo2 = __shfl_xor(lo, mask, kWarp), hi2 = __shfl_xor(hi, mask, kWarp);
-#endif
+  const int lo2 = shfl_xor(lo, mask), hi2 = shfl_xor(hi, mask);
   return (static_cast<unsigned long long>(static_cast<uint32_t>(hi2)) << 32) | static_cast<uint32_t>(lo2);
 }
 

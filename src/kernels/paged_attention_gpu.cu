@@ -317,7 +317,7 @@ void launch_prefill_mma(const Args& a, const T* q, const T* kp, const T* vp, T* 
 template <typename T>
 void run_prefill(const Args& a, const T* q, const T* kp, const T* vp, T* out, const PagedBatch& batch,
                  gpuStream_t s) {
-#if defined(HIPFORMERS_WITH_CUDA)
+#if defined(HF_CUDA_FAST_PATHS)
   if constexpr (sizeof(T) == 2) {
     if (a.hopper) {  // flash_attention_3: the TMA kernel on sm_90+ (paged_prefill_sm90_gpu.cu)
       const PrefillLaunch l{a.query_start, a.seq_lens,   a.block_table, a.table_stride,       a.heads,

@@ -133,7 +133,11 @@ void rms_norm(const Tensor* add, Tensor& x, const Tensor& weight, double eps, DT
   const int64_t rows = x.numel() / H;
   if (rows == 0) return;
   gpuStream_t s = stream_for(x.device().index);
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+  const int threads = H >= 256 ? 256 : 64;  // the emulated wavefronts' barriers cover 960 threads
+#else
   const int threads = H >= 1024 ? 1024 : H >= 256 ? 256 : 64;
+#endif
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // Without `add`, x is only read: it may be a read-only view.

@@ -17,7 +17,16 @@
 #include <cuda_fp16.h>
 using gpu_bf16 = __nv_bfloat16;
 using gpu_half = __half;
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+// A test build (CMake HIPFORMERS_EMULATE_WAVE64=ON): every kernel runs its
+// wavefront logic at CDNA's width on an NVIDIA GPU, a wavefront being two
+// warps (shfl_xor and warp_sync below), and the CUDA-only fast paths are off
+// (HF_CUDA_FAST_PATHS), so it runs what a gfx9 build of ROCm runs.
+#define HF_WARP_SIZE 64
+#else
 #define HF_WARP_SIZE 32
+#define HF_CUDA_FAST_PATHS 1
+#endif
 #else
 #include <hip/hip_fp16.h>
 #if __has_include(<hip/hip_bf16.h>)
@@ -104,8 +113,47 @@ template <typename T> __device__ __forceinline__ float stored_as(float v) {
   return load(&t);
 }
 
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+// The emulated 64-wide wavefront: warps 2w and 2w + 1 of the block. A lane
+// mask below 32 stays inside one warp (a shuffle); 32 and above goes through
+// shared memory between two named barriers of the pair (ids 1..15, so blocks
+// of at most 960 threads; the kernels cap theirs in this build). Like a real
+// wavefront's shuffle, it must be reached by all 64 lanes together; a lane
+// whose partner warp does not exist (a partial wavefront) gets a NaN, so a
+// result that depended on it shows in the tests instead of hanging.
+__device__ __forceinline__ void wave64_pair_barrier() {
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  asm volatile("barrier.sync %0, 64;" ::"r"(1 + t / 64) : "memory");
+}
+__device__ __forceinline__ int wave64_shfl_xor(int v, int mask) {
+  __shared__ int slots[960];
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  if (mask < 32) return __shfl_xor_sync(0xffffffffu, v, mask, 32);
+  if (n > 960) __trap();
+  if ((t | 63u) >= n) return 0x7fc00000;  // no partner warp: a quiet NaN's bits
+  slots[t] = v;
+  wave64_pair_barrier();
+  const int r = slots[(t & ~63u) | ((t & 63u) ^ static_cast<unsigned>(mask))];
+  wave64_pair_barrier();  // slots may be rewritten by the next exchange
+  return r;
+}
+#endif
+
+// v of lane (lane ^ mask) of the wavefront; float and int bits.
+__device__ __forceinline__ int shfl_xor(int v, int mask) {
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+  return wave64_shfl_xor(v, mask);
+#elif defined(HIPFORMERS_WITH_CUDA)
+  return __shfl_xor_sync(0xffffffffu, v, mask, kWarp);
+#else
+  return __shfl_xor(v, mask, kWarp);
+#endif
+}
 __device__ __forceinline__ float shfl_xor(float v, int mask) {
-#if defined(HIPFORMERS_WITH_CUDA)
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+  return __int_as_float(wave64_shfl_xor(__float_as_int(v), mask));
+#elif defined(HIPFORMERS_WITH_CUDA)
   return __shfl_xor_sync(0xffffffffu, v, mask, kWarp);
 #else
   return __shfl_xor(v, mask, kWarp);
@@ -116,10 +164,24 @@ __device__ __forceinline__ float shfl_xor(float v, int mask) {
 // after it (a wavefront's LDS accesses are processed in order on AMD, so
 // there it only has to stop the compiler from moving them).
 __device__ __forceinline__ void warp_sync() {
-#if defined(HIPFORMERS_WITH_CUDA)
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+  wave64_pair_barrier();
+#elif defined(HIPFORMERS_WITH_CUDA)
   __syncwarp();
 #else
   __builtin_amdgcn_wave_barrier();
+#endif
+}
+
+// The wavefront width the kernels were compiled for, as the host sizes
+// launches by it: the device's own (warpSize), except in the wave64
+// emulation build, whose kernels treat two NVIDIA warps as one.
+inline int kernel_warp_size(int device_warp_size) {
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+  (void)device_warp_size;
+  return 64;
+#else
+  return device_warp_size;
 #endif
 }
 
