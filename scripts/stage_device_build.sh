@@ -16,7 +16,7 @@ for f in "$BUILD"/tests/test_runtime_* "$BUILD"/tests/test_kernels_gpu_* "$BUILD
 done
 # Ubuntu 24.04 there has PCRE2, OpenBLAS and libgomp, but not utf8proc.
 for lib in libutf8proc.so.2; do
-  p=$(ldconfig -p | awk -v l="$lib" '$1==l {print $NF; exit}')
+  p=$(ldconfig -p | awk -v l="$lib" '$1==l && !p {p=$NF} END {print p}')
   if [ -n "$p" ]; then cp -L "$p" "$DEST/lib/"; fi
 done
 strip "$DEST"/bin/* 2>/dev/null || true
