@@ -4,8 +4,9 @@
 #   bench/device_bench.sh quick     hipformers alone: the three issue cases
 #   bench/device_bench.sh profile   per-kernel times of a short decode (ncu)
 #   bench/device_bench.sh profile_prefill  per-kernel times of a 4096-token prefill, by kernel (ncu)
-#   bench/device_bench.sh ab        decode ms/step of the defaults and of variants (AB_VARIANTS, AB_BATCHES,
-#                                   AB_PROMPT)
+#   bench/device_bench.sh ab        decode ms/step (and prefill tok/s) of the defaults and of variants
+#                                   (AB_VARIANTS, AB_BATCHES, AB_PROMPT, AB_GEN; e.g. AB_PROMPT=4096 AB_GEN=2
+#                                   AB_BATCHES=1 for prefill)
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
@@ -82,11 +83,15 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}}' >/tmp/hf_silu_only.json
       printf '{"RMSNorm": {"cuda": "rms_norm_in_projection"}, "SiLUAndMul": {"cuda": "silu_and_mul_in_projection"}}' \
         >/tmp/hf_folded.json
+      printf '{"RotaryEmbedding": {"cuda": "rotary_qkv_write"}}' >/tmp/hf_rope_write.json
+      printf '{"Attention": {"cuda": "attention_paged_split"}}' >/tmp/hf_split_kernel.json
       for b in ${AB_BATCHES:-1 8}; do
         for v in ${AB_VARIANTS:-default folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
           extra=""; envs=""
           case "$v" in
-            separate|norm_only|silu_only|folded) extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
+            separate|norm_only|silu_only|folded|rope_write|split_kernel)
+              extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
+            use_kernels) extra="--use-kernels" ;;
             unfused_qkv_attn) envs="HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1" ;;
             gemv_uncapped) envs="HIPFORMERS_GEMV_BLOCKS_PER_SM=0" ;;
             no_pdl) envs="HIPFORMERS_DISABLE_PDL=1" ;;
@@ -96,10 +101,11 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
           esac
           printf '%-14s batch %s prompt %s: ' "$v" "$b" "${AB_PROMPT:-128}"
           env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" \
-            --prompt-len "${AB_PROMPT:-128}" --gen-len 128 $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
+            --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
 r=json.loads(sys.stdin.read())
-print("%.3f ms/step, decode %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"]))'
+print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"],
+      r["prefill_tokens_per_s"]))'
         done
       done ;;
     trace)

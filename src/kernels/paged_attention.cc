@@ -210,7 +210,7 @@ void qkv_rope_paged_attention(const Tensor& qkv, const Tensor& q_norm, const Ten
                               const AttentionSpec& spec, PagedKVLayer& cache, Tensor& q_out, Tensor& out,
                               Tensor* scratch) {
 #if defined(HF_GPU_KERNELS)
-  if (!qkv.device().is_cpu() && fused_qkv_attention_enabled() &&
+  if (!qkv.device().is_cpu() && spec.rope_in_attention && fused_qkv_attention_enabled() &&
       gpu::qkv_rope_attention_fusable(batch, qkv.dtype(), spec.head_dim)) {
     // Exactly the checks of the two ops; q_out is left untouched.
     check_qkv_rope_write(qkv, q_norm, k_norm, inv_freq, batch, spec.heads, spec.kv_heads, cache, q_out);

@@ -54,8 +54,9 @@ __global__ void __launch_bounds__(kWideThreads, 1) paged_decode_wide_kernel(Deco
 
 // ---- Host side ----------------------------------------------------------------
 // Which decode kernel a batch takes. The wide kernel where it applies, for
-// up to kWideMaxSeqs sequences; HIPFORMERS_DECODE_ATTENTION=split or =wide
-// forces one where both apply (for A/B measurements).
+// up to kWideMaxSeqs sequences, unless the spec asks for split-K
+// (AttentionSpec::split_decode); otherwise HIPFORMERS_DECODE_ATTENTION=split
+// or =wide forces one where both apply (for A/B measurements).
 constexpr int64_t kWideMaxSeqs = 8;
 enum class DecodeChoice { kAuto, kSplit, kWide };
 DecodeChoice decode_choice() {
@@ -72,7 +73,7 @@ bool wide_decode_applies(const AttentionSpec& spec, std::size_t storage_bytes) {
          spec.heads % spec.kv_heads == 0;
 }
 bool use_wide_decode(const PagedBatch& batch, const AttentionSpec& spec, std::size_t storage_bytes) {
-  if (!wide_decode_applies(spec, storage_bytes)) return false;
+  if (!wide_decode_applies(spec, storage_bytes) || spec.split_decode) return false;
   switch (decode_choice()) {
     case DecodeChoice::kSplit: return false;
     case DecodeChoice::kWide: return true;

@@ -110,7 +110,15 @@ std::vector<Entry> make_entries() {
                   false},
                  rms_norm_impl<true>});
     e.push_back({{kRope, gpu, "rotary_gpu", "src/kernels/rotary_gpu.cu",
-                  "one thread per rotated pair, positions uploaded per call", true},
+                  "one thread per rotated pair, positions uploaded per call; batched path: q/k norm + RoPE + K/V "
+                  "write in one kernel, inside the decode attention kernel for decode steps of <= 8 sequences "
+                  "(16-bit, head_dim 64/128)",
+                  true},
+                 nullptr, rope_impl<true>});
+    e.push_back({{kRope, gpu, "rotary_qkv_write", "src/kernels/qkv_rope_gpu.cu",
+                  "batched path: q/k norm + RoPE + K/V write always in their own kernel before attention; "
+                  "rotary_gpu elsewhere",
+                  false},
                  nullptr, rope_impl<true>});
     e.push_back({{kSilu, gpu, "silu_and_mul_gpu", "src/kernels/activation_gpu.cu", "elementwise, fp32 math", true},
                  nullptr, nullptr, silu_impl<true>});
@@ -120,7 +128,14 @@ std::vector<Entry> make_entries() {
                   false},
                  nullptr, nullptr, silu_impl<true>});
     e.push_back({{kAttn, gpu, "attention_fused", "src/kernels/attention_gpu.cu",
-                  "fused causal GQA attention, online softmax, head_dim <= 256", true},
+                  "fused causal GQA attention, online softmax, head_dim <= 256; batched path: paged kernels (decode: "
+                  "the wide kernel for <= 8 sequences where it applies, else split-K)",
+                  true},
+                 nullptr, nullptr, nullptr, attention_impl<true, false>});
+    e.push_back({{kAttn, gpu, "attention_paged_split", "src/kernels/paged_decode_gpu.cu",
+                  "batched path: the split-K paged decode kernel for every batch (page-by-page online softmax, "
+                  "splits merged by the last block); attention_fused elsewhere",
+                  false},
                  nullptr, nullptr, nullptr, attention_impl<true, false>});
     e.push_back({{kAttn, gpu, "attention_eager", "src/kernels/attention_gpu.cu",
                   "two passes with torch eager rounding, can store probabilities", false, true},

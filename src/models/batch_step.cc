@@ -247,6 +247,8 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   spec.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   spec.dtype = dt;
   spec.hopper_kernels = m.attention_backend.name == "flash_attention_3";
+  spec.split_decode = K.kernel(kernels::LayerKind::kAttention).name == "attention_paged_split";
+  spec.rope_in_attention = K.kernel(kernels::LayerKind::kRotaryEmbedding).name != "rotary_qkv_write";
 
   Tensor hidden = ws.hidden.slice_rows(0, N), normed = ws.normed.slice_rows(0, N);
   Tensor qkv = ws.qkv.slice_rows(0, N), q = ws.q.slice_rows(0, N), attn = ws.attn.slice_rows(0, N);
@@ -257,13 +259,12 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   kernels::embedding(m.embed_tokens, ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
 
-  // Small batches (decode) fold the norms and the SwiGLU into the
+  // Small batches (decode) may fold the norms and the SwiGLU into the
   // projections (fused_linear): RMSNorm by every block of the next GEMV with
   // the residual add in the previous GEMV's epilogue, silu(gate) * up in the
   // gate|up GEMV's epilogue. Chosen per device through the registry
-  // (rms_norm_in_projection, silu_and_mul_in_projection; the defaults on
-  // GPUs, docs/PERFORMANCE.md has the measurements); a KernelConfig can pick
-  // the separate kernels instead.
+  // (rms_norm_in_projection, silu_and_mul_in_projection: not the defaults;
+  // docs/KERNELS.md, docs/PERFORMANCE.md has the measurements).
   auto fusion = [&](const Tensor* norm, bool swiglu, Tensor* residual) {
     kernels::LinearFusion f;
     f.norm_weight = norm;

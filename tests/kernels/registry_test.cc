@@ -154,6 +154,27 @@ TEST(KernelSelection, DefaultsAttentionKernelThenOverrides) {
   }
 }
 
+TEST(KernelSelection, BatchedPathRopeAndAttentionChoicesAreRegisteredForGpus) {
+  // The paged path's alternatives (docs/KERNELS.md): selectable per GPU
+  // vendor, never defaults, unknown on the CPU (which has one paged kernel).
+  for (const char* gpu : {"cuda", "rocm"}) {
+    KernelConfig c;
+    c.set(LayerKind::kRotaryEmbedding, gpu, "rotary_qkv_write");
+    c.set(LayerKind::kAttention, gpu, "attention_paged_split");
+    EXPECT_EQ(c.to_json()["RotaryEmbedding"][gpu], "rotary_qkv_write");
+    bool rope = false, split = false;
+    for (const KernelInfo& k : registered_kernels()) {
+      if (k.device != gpu) continue;
+      if (k.name == "rotary_qkv_write") rope = !k.is_default && k.layer == LayerKind::kRotaryEmbedding;
+      if (k.name == "attention_paged_split") split = !k.is_default && !k.eager_attention && k.layer == LayerKind::kAttention;
+    }
+    EXPECT_TRUE(rope && split) << gpu;
+  }
+  KernelConfig cpu;
+  EXPECT_THROW(cpu.set(LayerKind::kAttention, "cpu", "attention_paged_split"), Error);
+  EXPECT_THROW(cpu.set(LayerKind::kRotaryEmbedding, "cpu", "rotary_qkv_write"), Error);
+}
+
 class KernelSelectionRun : public testing::RandomTest {};
 
 TEST_F(KernelSelectionRun, TheChosenAttentionKernelRuns) {

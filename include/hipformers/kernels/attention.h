@@ -42,6 +42,16 @@ struct AttentionSpec {
   // instructions (the paged prefill's K/V by TMA tensor copies, sm_90+); the
   // results are those of the default kernels (same math, same order).
   bool hopper_kernels = false;
+  // The batched (paged) path's kernel choices, from the registry
+  // (use_kernels; docs/KERNELS.md). split_decode: every decode batch takes
+  // the split-K kernel (Attention 'attention_paged_split'), not the wide one
+  // where that applies. rope_in_attention: a decode step may norm and rotate
+  // q/k and write the new K/V inside the attention kernel
+  // (RotaryEmbedding 'rotary_gpu'); false: qkv_rope_write's own kernel runs
+  // first ('rotary_qkv_write'). Same values either way for the RoPE choice;
+  // the two decode kernels sum in different orders.
+  bool split_decode = false;
+  bool rope_in_attention = true;
 };
 
 // Copies k, v [T, kv_heads*head_dim] into the cache at positions

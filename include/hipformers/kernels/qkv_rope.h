@@ -31,8 +31,8 @@ void qkv_rope_write(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_nor
 // holds the new token also its key, in their prologue, using the new k/v
 // from shared memory and writing them to the cache (q_out is not written).
 // That saves a launch and a round trip through memory per layer and step.
-// Elsewhere (CPU, prefill, or HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1) the
-// two ops run in turn. spec.heads / kv_heads / dtype stand for the
+// Elsewhere (CPU, prefill, spec.rope_in_attention false, or
+// HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1) the two ops run in turn. spec.heads / kv_heads / dtype stand for the
 // arguments qkv_rope_write takes separately.
 void qkv_rope_paged_attention(const Tensor& qkv, const Tensor& q_norm, const Tensor& k_norm, double eps,
                               const Tensor& inv_freq, float attention_scaling, const PagedBatch& batch,

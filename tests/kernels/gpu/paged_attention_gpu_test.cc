@@ -422,22 +422,31 @@ TEST_F(GpuPagedAttentionTest, FusedQkvDecodeMatchesTheTwoOps) {
       Tensor qn = c.norm ? rnd({D}, dt) : Tensor(), kn = c.norm ? rnd({D}, dt) : Tensor();
       Tensor gqn = c.norm ? to_gpu(qn, dt) : Tensor(), gkn = c.norm ? to_gpu(kn, dt) : Tensor();
       const int64_t need = k::paged_attention_scratch_elems(p.gpu_batch, spec, test_gpu());
-      auto run = [&](bool fused, k::PagedKVLayer& cache) {
+      auto run = [&](bool fused, k::PagedKVLayer& cache, const k::AttentionSpec& sp) {
         Tensor scratch = need > 0 ? zeroed_scratch(need) : Tensor();
         Tensor q = poisoned({B, H * D}, dt), out = poisoned({B, H * D}, dt);
         if (fused)
           k::qkv_rope_paged_attention(to_gpu(qkv, dt), gqn, gkn, 1e-6, inv_gpu, freqs.attention_scaling, p.gpu_batch,
-                                      spec, cache, q, out, need > 0 ? &scratch : nullptr);
+                                      sp, cache, q, out, need > 0 ? &scratch : nullptr);
         else {
           k::qkv_rope_write(to_gpu(qkv, dt), gqn, gkn, 1e-6, inv_gpu, freqs.attention_scaling, p.gpu_batch, H, KV, dt,
                             cache, q);
-          k::paged_attention(q, p.gpu_batch, cache, spec, out, need > 0 ? &scratch : nullptr);
+          k::paged_attention(q, p.gpu_batch, cache, sp, out, need > 0 ? &scratch : nullptr);
         }
         return to_host_f32(out);
       };
       k::PagedKVLayer two{to_gpu(p.host_cache.k, dt), to_gpu(p.host_cache.v, dt)};
       k::PagedKVLayer one{to_gpu(p.host_cache.k, dt), to_gpu(p.host_cache.v, dt)};
-      const Tensor want = run(false, two), got = run(true, one);
+      const Tensor want = run(false, two, spec), got = run(true, one, spec);
+      // The registry's batched-path choices: RoPE in its own kernel
+      // (rotary_qkv_write) is the two ops, bit for bit; the split-K decode
+      // kernel for every batch (attention_paged_split) sums in another order.
+      k::AttentionSpec rope_first = spec, split = spec;
+      rope_first.rope_in_attention = false;
+      split.split_decode = true;
+      k::PagedKVLayer three{to_gpu(p.host_cache.k, dt), to_gpu(p.host_cache.v, dt)};
+      k::PagedKVLayer four{to_gpu(p.host_cache.k, dt), to_gpu(p.host_cache.v, dt)};
+      const Tensor got_rope_first = run(true, three, rope_first), got_split = run(true, four, split);
       // CPU: the two ops.
       k::PagedKVLayer host{p.host_cache.k.clone(), p.host_cache.v.clone()};
       Tensor host_q = Tensor::empty({B, H * D}, DType::kF32), host_out = Tensor::empty({B, H * D}, DType::kF32);
@@ -459,6 +468,12 @@ TEST_F(GpuPagedAttentionTest, FusedQkvDecodeMatchesTheTwoOps) {
         EXPECT_EQ(bad, 0) << what << " " << name;
       };
       same(got, want, "out vs the two GPU ops");
+      same(got_rope_first, want, "rotary_qkv_write out vs the two GPU ops");
+      same(to_host_f32(three.k), to_host_f32(two.k), "rotary_qkv_write k pool");
+      const double err_split = rel_error(got_split, host_out);
+      std::printf("| %s | CPU two ops, split-K decode | %s | %.2e | %.0e |\n", what.c_str(), dtype_torch_name(dt),
+                  err_split, limit(dt));
+      EXPECT_LE(err_split, limit(dt)) << what << " split-K";
       same(to_host_f32(one.k), to_host_f32(two.k), "k pool");
       same(to_host_f32(one.v), to_host_f32(two.v), "v pool");
     }
