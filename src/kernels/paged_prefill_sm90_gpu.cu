@@ -1,14 +1,19 @@
 // flash_attention_3's prefill on Hopper (sm_90+): the paged prefill with the
 // K/V pages brought in by the Tensor Memory Accelerator instead of by every
-// thread. Built for CUDA only (CMakeLists.txt); everywhere else, and on
-// GPUs before sm_90, flash_attention_3 runs paged_prefill_mma_kernel
-// (paged_attention_gpu.cu), which computes the same thing in the same order.
+// thread, and both products (Q K^T and P V) as warpgroup MMAs (wgmma) that
+// read K and V where the copies left them. Built for CUDA only, as sm_90a
+// machine code plus compute_90 PTX (CMakeLists.txt: wgmma exists only in
+// sm_90a; the PTX, JIT-compiled on later GPUs, keeps TMA and takes the
+// mma.sync products). Everywhere else, and on GPUs before sm_90,
+// flash_attention_3 runs paged_prefill_mma_kernel (paged_attention_gpu.cu),
+// which computes the same thing in the same order: the tests find the same
+// bits.
 //
 // The pages come in by TMA into a ring of mbarrier-guarded slots, the
 // FlashAttention-3 pipeline, but without its separate producer warp: a
 // block is the kMmaWarps warps of paged_prefill_mma_kernel (128 query rows,
-// the same MmaPrefillWarp math, gpu/prefill_mma.h) and thread 0 issues the
-// copies. (A ninth warp costs more than it gives: registers go to warps
+// two warpgroups of 64, the MmaPrefillWarp softmax, gpu/prefill_mma.h) and
+// thread 0 issues the copies. (A ninth warp costs more than it gives: registers go to warps
 // in groups of four, so 288 threads cap every thread at 168 registers, and
 // ptxas spilled 280 bytes of the head_dim 128 math there.) The pools are seen as 2-D tensors
 // [pages * kv_heads * 64 rows, head_dim] (one TMA descriptor each, encoded
@@ -31,7 +36,10 @@
 #include <cuda.h>  // CUtensorMap and its enums (the encoder is reached through the runtime)
 
 #include <climits>
+#include <cstdlib>
 #include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "backend.h"
 #include "gpu/gpu_types.h"
@@ -84,6 +92,7 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar)
       : "memory");
 }
+
 // Orders this thread's generic-proxy shared memory writes before later
 // async-proxy (TMA) accesses of the same bytes.
 __device__ __forceinline__ void fence_proxy_async_shared() {
@@ -91,7 +100,130 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 }
 #endif
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // sm_90a: wgmma
+// ---- Warpgroup MMA (wgmma) for S = Q K^T --------------------------------------
+// A warpgroup (4 warps, 64 query rows) multiplies its Q (A, from registers:
+// each warp's 16 rows in the mma.sync A fragments it already holds) by a K
+// page straight from shared memory (B, through a matrix descriptor), 64 x 64
+// per instruction and 16 dims per step, asynchronously; the f32 result
+// lands in each warp in the m16n8 accumulator layout the softmax reads.
+// The page is exactly wgmma's canonical K-major layout with the 128-byte
+// swizzle: rows (keys) of 128 bytes, 8-row atoms 1024 bytes apart (the
+// descriptor's stride byte offset), the 16-byte chunk c of row r at c ^ (r %
+// 8), atoms 1024-byte aligned. A 16-dim step is 32 bytes into its 64-dim
+// box; the hardware applies the swizzle to the resulting address.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr) {
+  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) |  // leading offset: unused (1)
+         (uint64_t{1024 >> 4} << 32) |                                           // stride: 8 rows x 128 bytes
+         (uint64_t{1} << 62);                                                    // 128-byte swizzle
+}
+// Keeps the compiler from moving accesses of r across the asynchronous MMA.
+__device__ __forceinline__ void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+// d (+)= a b for N = 64 or 128 output columns: m64nNk16, f32 accumulators
+// (N / 2 per thread: d[j][0..3] for the 8-column groups j), a: this warp's
+// A fragment (registers), b: a shared-memory descriptor, K-major
+// (kTransB = 0) or N-major (kTransB = 1). accumulate false: d = a b.
+template <typename T, int N, int kTransB>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b, bool accumulate) {
+  static_assert(N == 64 || N == 128, "the shapes the prefill uses");
+#define HF_WGMMA_D(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define HF_WGMMA_64(TYPE, TRANS) \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {" \
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+               "}, {%32, %33, %34, %35}, %36, p, 1, 1, " TRANS ";\n}\n" \
+               : HF_WGMMA_D(0), HF_WGMMA_D(1), HF_WGMMA_D(2), HF_WGMMA_D(3), HF_WGMMA_D(4), HF_WGMMA_D(5), HF_WGMMA_D(6), \
+                 HF_WGMMA_D(7) \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0))
+#define HF_WGMMA_128(TYPE, TRANS) \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n" \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" \
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+               "}, {%64, %65, %66, %67}, %68, p, 1, 1, " TRANS ";\n}\n" \
+               : HF_WGMMA_D(0), HF_WGMMA_D(1), HF_WGMMA_D(2), HF_WGMMA_D(3), HF_WGMMA_D(4), HF_WGMMA_D(5), HF_WGMMA_D(6), \
+                 HF_WGMMA_D(7), HF_WGMMA_D(8), HF_WGMMA_D(9), HF_WGMMA_D(10), HF_WGMMA_D(11), HF_WGMMA_D(12), HF_WGMMA_D(13), \
+                 HF_WGMMA_D(14), HF_WGMMA_D(15) \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0))
+  constexpr bool kBf16 = std::is_same_v<T, gpu_bf16>;
+  if constexpr (N == 64 && kBf16 && kTransB == 0) HF_WGMMA_64("bf16", "0");
+  else if constexpr (N == 64 && kBf16) HF_WGMMA_64("bf16", "1");
+  else if constexpr (N == 64 && kTransB == 0) HF_WGMMA_64("f16", "0");
+  else if constexpr (N == 64) HF_WGMMA_64("f16", "1");
+  else if constexpr (kBf16 && kTransB == 0) HF_WGMMA_128("bf16", "0");
+  else if constexpr (kBf16) HF_WGMMA_128("bf16", "1");
+  else if constexpr (kTransB == 0) HF_WGMMA_128("f16", "0");
+  else HF_WGMMA_128("f16", "1");
+#undef HF_WGMMA_128
+#undef HF_WGMMA_64
+#undef HF_WGMMA_D
+}
+
+// S = Q K^T for the warpgroup's 64 rows and the 64 keys of a K page at sk
+// (kSwizzle128 layout); every thread of the warpgroup must call it.
 template <typename T, int kD>
+__device__ __forceinline__ void wgmma_scores(float (&s)[kPage / 8][4], const uint32_t (&qa)[kD / 16][4], uint32_t sk) {
+#pragma unroll
+  for (int j = 0; j < kPage / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wgmma_fence_operand(s[j][e]);
+  wgmma_fence();  // the A registers (and the accumulators) as the MMAs will read them
+#pragma unroll
+  for (int k = 0; k < kD / 16; ++k)
+    wgmma_rs<T, kPage, 0>(s, qa[k], wgmma_desc_sw128(sk + (k / 4) * (kPage * 128) + (k % 4) * 32), k > 0);
+  wgmma_commit();
+  wgmma_wait_all();
+#pragma unroll
+  for (int j = 0; j < kPage / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wgmma_fence_operand(s[j][e]);
+}
+
+// O += round(P) V for the warpgroup's 64 rows: P from each warp's registers
+// (A fragments of 16 keys per step), V straight from shared memory as B,
+// N-major (a V row holds the dims of one key). The V page is wgmma's
+// canonical MN-major layout with the 128-byte swizzle: 64 dims (128 bytes)
+// per row, 8-key atoms 1024 bytes apart (the stride byte offset), the next
+// 64 dims in the page's next box (the leading byte offset); a 16-key step
+// starts 2048 bytes further. A warp that sees no key of the page passes
+// P = 0, which leaves its O as it was.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128_mn(uint32_t addr) {
+  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{(kPage * 128) >> 4} << 16) |  // next 64 dims
+         (uint64_t{1024 >> 4} << 32) |                                                          // next 8 keys
+         (uint64_t{1} << 62);
+}
+template <typename T, int kD, typename Warp>
+__device__ __forceinline__ void wgmma_pv(Warp& w, const float (&s)[kPage / 8][4], bool sees_page, uint32_t sv) {
+  uint32_t pa[kPage / 16][4];
+#pragma unroll
+  for (int k = 0; k < kPage / 16; ++k) {
+    if (sees_page) Warp::p_fragment(s, k, pa[k]);
+    else pa[k][0] = pa[k][1] = pa[k][2] = pa[k][3] = 0u;
+  }
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wgmma_fence_operand(w.o[j][e]);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < kPage / 16; ++k) wgmma_rs<T, kD, 1>(w.o, pa[k], wgmma_desc_sw128_mn(sv + k * 16 * 128), true);
+  wgmma_commit();
+  wgmma_wait_all();
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wgmma_fence_operand(w.o[j][e]);
+}
+#endif
+
+template <typename T, int kD, bool kWgmmaPV>
 __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
     const __grid_constant__ CUtensorMap kmap, const __grid_constant__ CUtensorMap vmap, const T* __restrict__ q,
     T* __restrict__ out, const int32_t* __restrict__ query_start, const int32_t* __restrict__ seq_lens,
@@ -145,6 +277,13 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
 
   MmaPrefillWarp<T, kD, PageLayout::kSwizzle128> w;
   w.init(q, tile, heads, scale, window, warp, lane);
+  // Whether some row of this warp's warpgroup (64 rows) sees a key of the
+  // page at kt: the union of its warps' needs() (uniform in the warpgroup).
+  const int g_row0 = (warp / 4) * 64;
+  const bool g_active = g_row0 < tile.nq;
+  const int g_hi = tile.pos0 + min(g_row0 + 63, tile.nq - 1);
+  const int g_lo = window > 0 ? max(0, tile.pos0 + g_row0 - window + 1) : 0;
+  auto group_needs = [&](int kt) { return g_active && kt <= g_hi && kt + kPage - 1 >= g_lo; };
   for (int t = 0; t < tile.ntiles; ++t) {
     const int s = t % kTmaStages, use = t / kTmaStages;
     mbar_wait(full0 + 8 * s, use & 1);
@@ -160,7 +299,23 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
       fence_proxy_async_shared();  // before the slot's next TMA refill
       __syncthreads();
     }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // Q K^T by the warpgroup (all four warps, if any of them sees a key of
+    // the page; a warp that sees none drops its scores), the rest per warp.
+    if (group_needs(kt)) {
+      float sc[kPage / 8][4];
+      wgmma_scores<T, kD>(sc, w.qa, sk);
+      const bool sees_page = w.needs(kt);
+      if constexpr (kWgmmaPV) {  // P V by the warpgroup too
+        if (sees_page) w.softmax(sc, kt);
+        wgmma_pv<T, kD>(w, sc, sees_page, sv);
+      } else if (sees_page) {
+        w.attend_scores(sc, sv, kt);
+      }
+    }
+#else  // compute_90 PTX JIT-compiled for a later GPU: no wgmma
     if (w.needs(kt)) w.attend(sk, sv, kt);
+#endif
     __syncwarp();  // every lane's ldmatrix of the slot is done
     if (lane == 0) mbar_arrive(empty0 + 8 * s);
     if (tid == 0 && t + kTmaStages < tile.ntiles) {
@@ -170,6 +325,16 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
   }
   w.store(out, tile, heads);
 #endif
+}
+
+// P V by wgmma too (the default), or by mma.sync after the wgmma scores:
+// HIPFORMERS_FA3_PV=mma (for A/B measurements and to tell the two apart).
+bool wgmma_pv_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("HIPFORMERS_FA3_PV");
+    return !(v && std::string(v) == "mma");
+  }();
+  return on;
 }
 
 // Whether the current device has sm_90's TMA (queried once per device).
@@ -225,12 +390,16 @@ bool launch(const PrefillLaunch& a, const T* q, const T* kp, const T* vp, int64_
   CUtensorMap kmap, vmap;
   if (!pool_map(kmap, kp, pool_rows, kD) || !pool_map(vmap, vp, pool_rows, kD)) return false;
   constexpr auto bytes = static_cast<int>(TmaLayout<kD>::kBytes);
-  constexpr auto kernel = paged_prefill_tma_kernel<T, kD>;
-  allow_dynamic_smem<kernel, bytes>("cudaFuncSetAttribute(paged_prefill_tma_kernel)");
   const dim3 grid(static_cast<unsigned>(a.heads), static_cast<unsigned>(a.num_seqs),
                   static_cast<unsigned>((a.max_query_len + kMmaBQ - 1) / kMmaBQ));
-  kernel<<<grid, kTmaThreads, bytes, s>>>(kmap, vmap, q, out, a.query_start, a.seq_lens, a.block_table,
-                                          a.table_stride, a.heads, a.kv_heads, a.group, a.scale, a.window);
+  auto go = [&](auto pv_tag) {
+    constexpr auto kernel = paged_prefill_tma_kernel<T, kD, decltype(pv_tag)::value>;
+    allow_dynamic_smem<kernel, bytes>("cudaFuncSetAttribute(paged_prefill_tma_kernel)");
+    kernel<<<grid, kTmaThreads, bytes, s>>>(kmap, vmap, q, out, a.query_start, a.seq_lens, a.block_table,
+                                            a.table_stride, a.heads, a.kv_heads, a.group, a.scale, a.window);
+  };
+  if (wgmma_pv_enabled()) go(std::true_type{});
+  else go(std::false_type{});
   check_launch("paged_attention (prefill, sm_90 TMA)");
   return true;
 }

@@ -217,8 +217,15 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
 
   // The page at key kt: K at shared address sk, V at sv.
   __device__ __forceinline__ void attend(uint32_t sk, uint32_t sv, int kt) {
-    // S = Q K^T (16 x 64 per warp).
     float s[kNT][4];
+    scores(s, sk);
+    attend_scores(s, sv, kt);
+  }
+
+  // S = Q K^T (16 x 64 per warp) by mma.sync. s[j] holds keys 8j.. 8j + 7
+  // in the m16n8 accumulator layout: [0], [1] row gid, keys 8j + 2 tig (+1);
+  // [2], [3] row gid + 8 (what a warpgroup MMA leaves in a warp too).
+  __device__ __forceinline__ void scores(float (&s)[kNT][4], uint32_t sk) const {
 #pragma unroll
     for (int j = 0; j < kNT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
@@ -230,7 +237,16 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
         mma16816<T>(s[2 * np], qa[k], kb[0], kb[1]);
         mma16816<T>(s[2 * np + 1], qa[k], kb[2], kb[3]);
       }
-    // Online softmax.
+  }
+
+  // The rest of a page once S is known: online softmax, O += round(P) V.
+  __device__ __forceinline__ void attend_scores(float (&s)[kNT][4], uint32_t sv, int kt) {
+    softmax(s, kt);
+    pv(s, sv);
+  }
+
+  // Online softmax of the page's scores: m, l and O rescaled, P left in s.
+  __device__ __forceinline__ void softmax(float (&s)[kNT][4], int kt) {
     const bool need_mask = kt + kPage - 1 > qp_lo || kt < warp_full;
     float corr[2];
 #pragma unroll
@@ -273,14 +289,22 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
       o[j][2] *= corr[1];
       o[j][3] *= corr[1];
     }
-    // O += round(P) V, P straight from the S accumulators.
+  }
+
+  // P of keys 16 k.. 16 k + 15 as an A fragment (rounded to T).
+  __device__ __forceinline__ static void p_fragment(const float (&s)[kNT][4], int k, uint32_t (&pa)[4]) {
+    pa[0] = pack_p<T>(s[2 * k][0], s[2 * k][1]);
+    pa[1] = pack_p<T>(s[2 * k][2], s[2 * k][3]);
+    pa[2] = pack_p<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
+    pa[3] = pack_p<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
+  }
+
+  // O += round(P) V by mma.sync, P straight from the S accumulators.
+  __device__ __forceinline__ void pv(const float (&s)[kNT][4], uint32_t sv) {
 #pragma unroll
     for (int k = 0; k < kPage / 16; ++k) {
       uint32_t pa[4];
-      pa[0] = pack_p<T>(s[2 * k][0], s[2 * k][1]);
-      pa[1] = pack_p<T>(s[2 * k][2], s[2 * k][3]);
-      pa[2] = pack_p<T>(s[2 * k + 1][0], s[2 * k + 1][1]);
-      pa[3] = pack_p<T>(s[2 * k + 1][2], s[2 * k + 1][3]);
+      p_fragment(s, k, pa);
 #pragma unroll
       for (int dp = 0; dp < kD / 16; ++dp) {
         uint32_t vb[4];

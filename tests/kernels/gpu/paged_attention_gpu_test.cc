@@ -274,12 +274,15 @@ TEST_F(GpuPagedAttentionTest, LongPrefillMatchesEagerKernel) {
 }
 
 // flash_attention_3 (AttentionSpec::hopper_kernels): on sm_90+ the prefill's
-// K/V pages come through bulk copies by a producer warp
-// (paged_prefill_sm90_gpu.cu). The math is the mma.sync kernel's, in the
-// same order, so the two must agree bit for bit; both are also checked
-// against the references, over head dims 64/128, GQA 1/2/4/8, windows,
-// ragged batches (the NaN-filled unused slots check the zero-filled rows)
-// and 8192 tokens.
+// K/V pages come in by TMA tensor copies and, in the sm_90a build, Q K^T
+// and P V are warpgroup MMAs (wgmma) reading K and V from shared memory
+// (paged_prefill_sm90_gpu.cu). The products are the mma.sync kernel's 16-wide
+// f32 tensor-core sums in the same order, and the rest of the math is
+// shared, so the two kernels must agree bit for bit (they do on an H100,
+// with P V by wgmma or, HIPFORMERS_FA3_PV=mma, by mma.sync); both are also
+// checked against the references, over head dims 64/128, GQA 1/2/4/8,
+// windows, ragged batches (the NaN-filled unused slots check the
+// zero-filled rows) and 8192 tokens.
 TEST_F(GpuPagedAttentionTest, Flash3HopperPrefillMatchesDefaultKernelAndReferences) {
   auto bits_equal = [](const Tensor& a, const Tensor& b) {
     return a.numel() == b.numel() &&
