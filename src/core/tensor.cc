@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "hipformers/core/error.h"
+#include "hipformers/core/fp8.h"
 
 namespace hipformers {
 
@@ -185,6 +186,9 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
 
 namespace {
 bool is_float_type(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF64; }
+// FP8 converts to every float type; only e4m3fn is made from floats (torch's
+// e5m2 rounding from float is not implemented).
+bool is_fp8(DType d) { return d == DType::kF8E4M3 || d == DType::kF8E5M2; }
 }  // namespace
 
 Tensor Tensor::to(DType dtype) const {
@@ -195,7 +199,7 @@ Tensor Tensor::to(DType dtype) const {
     if (n) std::memcpy(out.mutable_raw_data(), raw_data(), nbytes());
     return out;
   }
-  if (is_float_type(dtype_) && is_float_type(dtype)) {
+  if ((is_float_type(dtype_) || is_fp8(dtype_)) && (is_float_type(dtype) || dtype == DType::kF8E4M3)) {
     std::unique_ptr<float[]> tmp(new float[n ? n : 1]);
     convert_to_float(raw_data(), dtype_, n, tmp.get());
     void* dst = out.mutable_raw_data();
@@ -204,6 +208,7 @@ Tensor Tensor::to(DType dtype) const {
         case DType::kF32: static_cast<float*>(dst)[i] = tmp[i]; break;
         case DType::kF64: static_cast<double*>(dst)[i] = tmp[i]; break;
         case DType::kBF16: static_cast<uint16_t*>(dst)[i] = float_to_bf16(tmp[i]); break;
+        case DType::kF8E4M3: static_cast<uint8_t*>(dst)[i] = float_to_fp8_e4m3fn(tmp[i]); break;
         default: static_cast<uint16_t*>(dst)[i] = float_to_f16(tmp[i]); break;
       }
     }
@@ -318,6 +323,12 @@ void convert_to_float(const void* src, DType dtype, std::size_t count, float* ds
         std::memcpy(&h, bytes + 2 * i, 2);
         dst[i] = dtype == DType::kBF16 ? bf16_to_float(h) : f16_to_float(h);
       }
+      return;
+    case DType::kF8E4M3:
+      for (std::size_t i = 0; i < count; ++i) dst[i] = fp8_e4m3fn_to_float(bytes[i]);
+      return;
+    case DType::kF8E5M2:
+      for (std::size_t i = 0; i < count; ++i) dst[i] = fp8_e5m2_to_float(bytes[i]);
       return;
     default:
       throw_error(ErrorKind::kUnsupported, std::string("cannot convert ") + dtype_name(dtype) + " to float");

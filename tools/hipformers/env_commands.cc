@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "hipformers/core/fp8.h"
 #include "hipformers/core/json.h"
 #include "hipformers/core/version.h"
 #include "hipformers/runtime/device.h"
@@ -29,6 +30,7 @@ Json device_json(const GpuDeviceInfo& d) {
               {"free_memory_bytes", d.free_memory},
               {"multiprocessors", d.multiprocessors},
               {"warp_size", d.warp_size},
+              {"fp8_e4m3", fp8_format_name(native_fp8_e4m3_format(d.arch.c_str()))},  // the GPU's own FP8 encoding
               {"pci_bus_id", d.pci_bus_id},
               {"uuid", d.uuid}};
 }

@@ -129,8 +129,9 @@ uint16_t float_to_f16(float value);
 // what torch does when it stores an fp32 result into a bf16/f16 tensor.
 float round_to_dtype(float value, DType dtype);
 void round_to_dtype(std::span<float> values, DType dtype);
-// Converts `count` elements of a float dtype (F32, BF16, F16, F64) at `src` to
-// float. `src` may be unaligned.
+// Converts `count` elements of a float dtype (F32, BF16, F16, F64, and the
+// FP8 F8_E4M3 / F8_E5M2, core/fp8.h) at `src` to float. `src` may be
+// unaligned.
 void convert_to_float(const void* src, DType dtype, std::size_t count, float* dst);
 
 }  // namespace hipformers

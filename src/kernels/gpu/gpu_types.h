@@ -10,6 +10,7 @@
 
 #include "hipformers/core/dtype.h"
 #include "hipformers/core/error.h"
+#include "hipformers/core/fp8.h"
 #include "gpu_context.h"
 
 #if defined(HIPFORMERS_WITH_CUDA)
@@ -64,6 +65,19 @@ inline RoundMode round_mode(DType d) {
 }
 
 __device__ __forceinline__ uint32_t float_bits(float v) { return __float_as_uint(v); }
+
+// FP8 e4m3 as the target's own FP8 instructions read it (core/fp8.h): the
+// fnuz encoding on gfx940/941/942 (MI300), the OCP e4m3fn one on gfx950 and
+// NVIDIA. Decided per compiled target, like the wavefront width; a
+// checkpoint's F8_E4M3 (e4m3fn) weights need fp8_e4m3fn_to_fnuz_bits and a
+// doubled scale before an fnuz instruction may read them. The host asks
+// native_fp8_e4m3_format(arch) of a device's architecture string.
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+constexpr Fp8Format kNativeFp8E4M3 = Fp8Format::kE4M3FNUZ;
+#else
+constexpr Fp8Format kNativeFp8E4M3 = Fp8Format::kE4M3FN;
+#endif
+__device__ __forceinline__ float fp8_native_e4m3_to_float(uint8_t b) { return fp8_e4m3_to_float(b, kNativeFp8E4M3); }
 
 // Round-to-nearest-even to bf16, NaN kept quiet: the host's float_to_bf16.
 __device__ __forceinline__ uint16_t float_to_bf16_bits(float v) {
