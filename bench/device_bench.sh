@@ -83,13 +83,14 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       printf '{"RMSNorm": {"cuda": "rms_norm_fused_residual"}}' >/tmp/hf_silu_only.json
       printf '{"RMSNorm": {"cuda": "rms_norm_in_projection"}, "SiLUAndMul": {"cuda": "silu_and_mul_in_projection"}}' \
         >/tmp/hf_folded.json
+      printf '{"SiLUAndMul": {"cuda": "silu_and_mul_in_projection"}}' >/tmp/hf_silu_fold.json
       printf '{"RotaryEmbedding": {"cuda": "rotary_qkv_write"}}' >/tmp/hf_rope_write.json
       printf '{"Attention": {"cuda": "attention_paged_split"}}' >/tmp/hf_split_kernel.json
       for b in ${AB_BATCHES:-1 8}; do
         for v in ${AB_VARIANTS:-default folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
           extra=""; envs=""
           case "$v" in
-            separate|norm_only|silu_only|folded|rope_write|split_kernel)
+            separate|norm_only|silu_only|folded|silu_fold|rope_write|split_kernel)
               extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
             use_kernels) extra="--use-kernels" ;;
             unfused_qkv_attn) envs="HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1" ;;
