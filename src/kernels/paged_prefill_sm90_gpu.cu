@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
         const int chunk = i % 8, box = i / 8 % TL::kBoxes, r = valid + i / (8 * TL::kBoxes);
         *reinterpret_cast<uint4*>(zv + box * TL::kBoxBytes + r * 128 + chunk * 16) = uint4{0, 0, 0, 0};
       }
-      fence_proxy_async_shared();  // before the slot's next TMA refill
+      fence_proxy_async_shared();  // before the async proxy touches them: wgmma's reads, the next TMA refill
       __syncthreads();
     }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
