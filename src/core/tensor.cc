@@ -328,7 +328,7 @@ void convert_to_float(const void* src, DType dtype, std::size_t count, float* ds
       for (std::size_t i = 0; i < count; ++i) dst[i] = fp8_e4m3fn_to_float(bytes[i]);
       return;
     case DType::kF8E5M2:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = fp8_e5m2_to_float(bytes[i]);
+      for (std::size_t i = 0; i < count; ++i) dst[i] = f16_to_float(static_cast<uint16_t>(bytes[i] << 8));  // a half's top byte
       return;
     default:
       throw_error(ErrorKind::kUnsupported, std::string("cannot convert ") + dtype_name(dtype) + " to float");

@@ -1,6 +1,5 @@
 // The 8-bit float formats of FP8 checkpoints and GPUs, bit for bit as
-// PyTorch converts them (torch.float8_e4m3fn, float8_e4m3fnuz,
-// float8_e5m2). Header-only and usable in GPU kernels (host and device
+// PyTorch converts them (torch.float8_e4m3fn, float8_e4m3fnuz). Header-only and usable in GPU kernels (host and device
 // when compiled by nvcc or hipcc).
 //
 //   e4m3fn   (OCP; safetensors "F8_E4M3"; NVIDIA Hopper/Blackwell, AMD
@@ -12,7 +11,8 @@
 //            value: a checkpoint's e4m3fn weight becomes fnuz by keeping
 //            its bits (but 0x80, -0, becomes 0 and fn's NaNs become 0x80)
 //            and doubling its scale.
-//   e5m2     (safetensors "F8_E5M2"): the top byte of an IEEE half.
+//   e5m2     (safetensors "F8_E5M2"): the top byte of an IEEE half, so it
+//            decodes as f16_to_float(code << 8) (core/tensor.h).
 //
 // Encoding rounds to nearest, ties to even; a value that rounds beyond the
 // largest finite one (and +-inf, NaN) gives NaN, as torch's conversion does
@@ -86,17 +86,6 @@ HF_FP8_FN float fp8_e4m3fnuz_to_float(uint8_t b) {
   if (b == 0x80u) return fp8_detail::bits_to_float(0x7fc00000u);
   const float m = fp8_detail::e4m3_magnitude(b & 0x7fu, 8);
   return (b & 0x80u) ? -m : m;
-}
-
-HF_FP8_FN float fp8_e5m2_to_float(uint8_t b) {
-  // An IEEE half with the low mantissa byte zero.
-  const uint32_t h = static_cast<uint32_t>(b) << 8;
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  float m;
-  if (exp == 0) m = static_cast<float>(mant) * fp8_detail::bits_to_float(103u << 23);  // mant * 2^-24
-  else if (exp == 0x1f) return fp8_detail::bits_to_float(sign | 0x7f800000u | (mant << 13));
-  else m = fp8_detail::bits_to_float(((exp + 112u) << 23) | (mant << 13));
-  return sign ? -m : m;
 }
 
 HF_FP8_FN uint8_t float_to_fp8_e4m3fn(float x) {
