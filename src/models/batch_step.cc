@@ -77,7 +77,8 @@ StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t 
   const int64_t I = c.intermediate_size;
   const IndexLayout most(max_tokens, max_seqs, max_pages_per_seq_, logit_capacity_);
   index = empty_tensor(Shape{most.total}, DType::kI32, device_);
-  host_index.assign(static_cast<std::size_t>(most.total), 0);
+  for (auto& slot : index_staging)
+    slot = std::make_unique<HostStaging>(device_, static_cast<std::size_t>(most.total) * sizeof(int32_t));
   inv_freq = empty_tensor(Shape{D / 2}, DType::kF32, device_);
   hidden = make(max_tokens, H);
   normed = make(max_tokens, H);
@@ -183,8 +184,13 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
 
   const int64_t P = ws.max_pages_per_seq_;
   const IndexLayout at(N, B, P, rows);
-  std::vector<int32_t>& h = ws.host_index;
-  std::fill(h.begin(), h.begin() + at.total, 0);
+  // The slot the previous step did not use (its upload may still be
+  // queued); this slot's own upload, two steps ago, is waited for.
+  HostStaging& staging = *ws.index_staging[static_cast<std::size_t>(ws.index_slot)];
+  ws.index_slot = 1 - ws.index_slot;
+  staging.wait();
+  std::span<int32_t> h(static_cast<int32_t*>(staging.data()), static_cast<std::size_t>(at.total));
+  std::fill(h.begin(), h.end(), 0);
   int64_t t = 0;
   h[static_cast<std::size_t>(at.query_start)] = 0;
   for (int64_t b = 0; b < B; ++b) {
@@ -203,8 +209,7 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
     for (int64_t p = 0; p < pages; ++p)
       h[static_cast<std::size_t>(at.block_table + b * P + p)] = s.pages[static_cast<std::size_t>(p)];
   }
-  copy_bytes(ws.index.mutable_raw_data(), ws.device_, h.data(), Device::cpu(),
-             static_cast<std::size_t>(at.total) * sizeof(int32_t));
+  staging.upload(ws.index.mutable_raw_data(), static_cast<std::size_t>(at.total) * sizeof(int32_t));
 
   // RoPE frequencies (dynamic NTK ones change with the longest sequence).
   const kernels::RopeFrequencies freqs = m.frequencies_for(max_end);
@@ -230,7 +235,7 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
   ws.logit_rows_ = rows;
 }
 
-void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax) const {
+void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax, bool ids_from_argmax) const {
   const Impl& m = *impl_;
   const ModelConfig& c = m.config;
   const kernels::KernelSelection& K = m.kernels;
@@ -256,7 +261,9 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax)
   Tensor branch = ws.branch.slice_rows(0, N);
   Tensor* scratch = ws.scratch.defined() ? &ws.scratch : nullptr;
 
-  kernels::embedding(m.embed_tokens, ws.ids, hidden);
+  if (ids_from_argmax && N != ws.batch.num_seqs)
+    throw_invalid("forward_step: ids from the previous argmax need one token per sequence");
+  kernels::embedding(m.embed_tokens, ids_from_argmax ? ws.next.slice_rows(0, N) : ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
 
   // Small batches (decode) may fold the norms and the SwiGLU into the

@@ -4,7 +4,8 @@
 // StepWorkspace sized once, so a step only enqueues kernels and a decode
 // step can be captured as a device graph and replayed (generation/engine.h).
 //
-//   model.prepare_step(ws, steps);        // host -> device: ids, positions, pages (one copy)
+//   model.prepare_step(ws, steps);        // host -> device: ids, positions, pages (one copy,
+//                                         // queued: the host does not wait for the device)
 //   model.forward_step(ws, cache, true);  // enqueue: logits of each sequence's last token, argmax
 //
 // Dynamic-NTK RoPE takes its frequencies from the longest sequence of the
@@ -13,12 +14,15 @@
 //   ws.next_ids()                         // greedy choices (waits for the step)
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "hipformers/core/tensor.h"
 #include "hipformers/kernels/paged_attention.h"
+#include "hipformers/runtime/staging.h"
 
 namespace hipformers {
 
@@ -63,7 +67,10 @@ class StepWorkspace {
   Tensor inv_freq;               // F32 [head_dim / 2]
   Tensor hidden, normed, qkv, q, attn, proj, gate_up, act, branch, last, logits, next;
   Tensor scratch;                // paged attention's split-K scratch
-  std::vector<int32_t> host_index;  // staging for `index`
+  // Page-locked staging for `index`, two in turn: a step's indices are
+  // written while the previous step's upload may still be queued.
+  std::array<std::unique_ptr<HostStaging>, 2> index_staging;
+  int index_slot = 0;
   std::vector<float> host_inv_freq;
   float attention_scaling = 1.0f;  // RoPE's, from the frequencies of the prepared step
 

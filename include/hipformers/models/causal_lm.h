@@ -120,7 +120,11 @@ class CausalLM {
   // argmax into ws.next. Only enqueues device work (no allocation, copy or
   // sync), so a decode step can be captured as a graph and replayed after
   // another prepare_step with the same number of sequences and tokens.
-  void forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax) const;
+  // With `ids_from_argmax` the step's token ids are not the prepared ones but
+  // those the previous step's argmax left in ws.next, one per sequence in
+  // the same order (a decode step chained on the device: engine.h's
+  // lookahead); the step must bring one token per sequence.
+  void forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax, bool ids_from_argmax = false) const;
 
   struct Impl;
 
