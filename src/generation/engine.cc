@@ -24,6 +24,11 @@ Engine::Engine(const CausalLM& model, const EngineOptions& options) : model_(mod
   cache_ = std::make_unique<PagedKVCache>(model, options_.kv_pages);
   workspace_ = std::make_unique<StepWorkspace>(model, std::max(options_.max_prefill_tokens, options_.max_batch),
                                                options_.max_batch, options_.max_seq_len);
+  for (auto& slot : ids_)
+    slot = std::make_unique<HostStaging>(model.device(), static_cast<std::size_t>(options_.max_batch) * sizeof(int32_t));
+  lookahead_enabled_ = options_.lookahead == EngineOptions::Lookahead::kOn ||
+                       (options_.lookahead == EngineOptions::Lookahead::kAuto && model.device().is_gpu());
+  if (const char* v = std::getenv("HIPFORMERS_DISABLE_LOOKAHEAD"); v && *v && *v != '0') lookahead_enabled_ = false;
 }
 
 int64_t Engine::add(std::span<const int32_t> prompt, int64_t max_new_tokens) {
@@ -64,27 +69,34 @@ void Engine::admit() {
   }
 }
 
-void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool argmax) {
+bool Engine::would_admit() const {
+  if (waiting_.empty() || static_cast<int64_t>(running_.size()) >= options_.max_batch) return false;
+  const Sequence& s = sequences_[static_cast<std::size_t>(waiting_.front())];
+  return PagedKVCache::pages_for(s.max_len) <= cache_->free_pages();
+}
+
+void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool argmax, bool chained) {
   model_.prepare_step(*workspace_, *cache_, steps);
   // Graphs on the CPU too (DeviceGraph then replays the callable): the same
   // keying and warm-up order runs in the CPU tests.
   const bool graphs = decode && options_.use_graphs;
-  const auto key = std::make_pair(static_cast<int64_t>(steps.size()), argmax);
-  if (!graphs || eager_only_.count(key)) return model_.forward_step(*workspace_, *cache_, argmax);
+  const GraphKey key{static_cast<int64_t>(steps.size()), argmax, chained};
+  auto forward = [this, argmax, chained] { model_.forward_step(*workspace_, *cache_, argmax, chained); };
+  if (!graphs || eager_only_.count(key)) return forward();
   auto found = graphs_.find(key);
   if (found == graphs_.end()) {
     if (!warmed_.count(key)) {  // first-use initialisation (GEMM plans, handles) happens outside capture
-      model_.forward_step(*workspace_, *cache_, argmax);
+      forward();
       warmed_.insert(key);
       return;
     }
     DeviceGraph graph;
     try {
-      graph.capture(model_.device(), [this, argmax] { model_.forward_step(*workspace_, *cache_, argmax); });
+      graph.capture(model_.device(), forward);
     } catch (const Error&) {
       // A step that cannot be captured still runs, eagerly, from now on.
       eager_only_.insert(key);
-      return model_.forward_step(*workspace_, *cache_, argmax);
+      return forward();
     }
     found = graphs_.emplace(key, std::move(graph)).first;
   }
@@ -105,8 +117,74 @@ void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool arg
   found->second.replay();
 }
 
+int Engine::fetch_ids(int64_t rows) {
+  const int slot = ids_slot_;
+  ids_slot_ = 1 - ids_slot_;
+  HostStaging& staging = *ids_[static_cast<std::size_t>(slot)];
+  staging.wait();  // its previous copy (two steps ago) was read already
+  staging.download(workspace_->next.raw_data(), static_cast<std::size_t>(rows) * sizeof(int32_t));
+  return slot;
+}
+
+// The queued step is the one the caller's appends asked for when the
+// batch is the same sequences in the same order, each with exactly the fed
+// token appended (the argmax of the step before, still in result_slot_).
+bool Engine::adopt_ahead(std::vector<StepResult>& results) {
+  Ahead ahead = std::move(*ahead_);
+  ahead_.reset();
+  if (running_ != ahead.members || result_slot_ < 0) return false;
+  HostStaging& fed_slot = *ids_[static_cast<std::size_t>(result_slot_)];
+  fed_slot.wait();
+  const auto* fed = static_cast<const int32_t*>(fed_slot.data());
+  for (std::size_t i = 0; i < ahead.members.size(); ++i) {
+    const Sequence& s = sequences_[static_cast<std::size_t>(ahead.members[i])];
+    const int64_t p = ahead.positions[i];
+    if (s.cached != p || static_cast<int64_t>(s.tokens.size()) != p + 1 || s.tokens[static_cast<std::size_t>(p)] != fed[i])
+      return false;
+  }
+  for (std::size_t i = 0; i < ahead.members.size(); ++i) {
+    sequences_[static_cast<std::size_t>(ahead.members[i])].cached += 1;
+    results.push_back({ahead.members[i], static_cast<int64_t>(i)});
+  }
+  last_prefill_ = false;
+  result_slot_ = ahead.slot;
+  result_rows_ = static_cast<int64_t>(ahead.members.size());
+  ++lookahead_adopted_;
+  return true;
+}
+
+// After a decode step of `members` (the whole running batch), the next one,
+// fed by this step's argmax, if the next step(true) would run exactly that:
+// nobody can join, and every sequence has room for the fed token and one more.
+void Engine::queue_ahead(const std::vector<int64_t>& members) {
+  if (!lookahead_enabled_ || members != running_ || would_admit()) return;
+  static const int32_t kUnusedId = 0;  // the ids come from the device
+  std::vector<SequenceStep> steps;
+  Ahead ahead;
+  for (int64_t id : members) {
+    const Sequence& s = sequences_[static_cast<std::size_t>(id)];
+    if (s.cached + 1 >= s.max_len || static_cast<int64_t>(s.tokens.size()) != s.cached) return;
+    steps.push_back({std::span<const int32_t>(&kUnusedId, 1), s.cached, s.pages});
+    ahead.positions.push_back(s.cached);
+  }
+  ahead.members = members;
+  run_step(steps, true, true, true);
+  ahead.slot = fetch_ids(static_cast<int64_t>(members.size()));
+  ahead_ = std::move(ahead);
+  ++lookahead_queued_;
+}
+
 std::vector<Engine::StepResult> Engine::step(bool argmax) {
   admit();
+  if (ahead_) {
+    std::vector<StepResult> results;
+    const bool adopted = argmax && adopt_ahead(results);
+    ahead_.reset();  // adopted, or dropped: what it wrote is rewritten by the steps queued after it
+    if (adopted) {
+      queue_ahead(running_);
+      return results;
+    }
+  }
   if (running_.empty()) {
     if (!waiting_.empty()) throw_error(ErrorKind::kOutOfMemory, "the KV cache cannot hold the next sequence");
     return {};
@@ -138,6 +216,12 @@ std::vector<Engine::StepResult> Engine::step(bool argmax) {
   }
   if (steps.empty()) throw_invalid("Engine::step: every running sequence still awaits its next token");
   run_step(steps, !last_prefill_, argmax);
+  if (argmax) {
+    result_slot_ = fetch_ids(static_cast<int64_t>(steps.size()));
+    result_rows_ = static_cast<int64_t>(steps.size());
+  } else {
+    result_slot_ = -1;
+  }
 
   std::vector<StepResult> results;
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -146,12 +230,22 @@ std::vector<Engine::StepResult> Engine::step(bool argmax) {
     if (s.cached == static_cast<int64_t>(s.tokens.size()))
       results.push_back({members[i], static_cast<int64_t>(i)});
   }
+  if (argmax && !last_prefill_) queue_ahead(members);
   return results;
 }
 
-std::vector<int32_t> Engine::argmax_ids() const { return workspace_->next_ids(); }
+std::vector<int32_t> Engine::argmax_ids() const {
+  if (result_slot_ < 0) throw_invalid("argmax_ids: the last step ran without argmax");
+  const HostStaging& slot = *ids_[static_cast<std::size_t>(result_slot_)];
+  slot.wait();
+  const auto* p = static_cast<const int32_t*>(slot.data());
+  return std::vector<int32_t>(p, p + result_rows_);
+}
 
-std::vector<float> Engine::logits_row(int64_t row) const { return workspace_->logits_row_host(row); }
+std::vector<float> Engine::logits_row(int64_t row) const {
+  if (ahead_) throw_invalid("logits_row: a lookahead step was queued after step(true); its logits replaced these");
+  return workspace_->logits_row_host(row);
+}
 
 void Engine::append(int64_t sequence, int32_t token) {
   if (sequence < 0 || sequence >= static_cast<int64_t>(sequences_.size()))

@@ -142,6 +142,98 @@ TEST_F(EngineTest, GenerateUsesTheEngineAndKeepsPerSequenceOrder) {
   }
 }
 
+// Greedy lookahead (engine.h): the next decode step is queued before the
+// host has the ids. On the CPU (kOn) it runs the same adopt/drop logic as on
+// a GPU; every token must be what the step-by-step engine gives, whether the
+// queued step is adopted (the caller appends the argmax), dropped because
+// the caller chose another token, or dropped because the batch changed.
+struct Choice {
+  int64_t sequence, at;  // after `at` generated tokens, sequence appends argmax + 1 instead
+};
+std::vector<std::vector<int32_t>> run_choosing(const CausalLM& model, const EngineOptions& options,
+                                               const std::vector<std::vector<int32_t>>& prompts,
+                                               const std::vector<int64_t>& lengths, const std::vector<Choice>& overrides,
+                                               int64_t* adopted = nullptr, int64_t* queued = nullptr) {
+  Engine engine(model, options);
+  for (std::size_t i = 0; i < prompts.size(); ++i) engine.add(prompts[i], lengths[i]);
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  while (engine.has_work()) {
+    const auto ready = engine.step(true);
+    const auto ids = engine.argmax_ids();
+    for (const auto& r : ready) {
+      auto& o = out[static_cast<std::size_t>(r.sequence)];
+      int32_t next = ids[static_cast<std::size_t>(r.row)];
+      for (const Choice& c : overrides)
+        if (c.sequence == r.sequence && c.at == static_cast<int64_t>(o.size())) next = (next + 1) % 64;
+      o.push_back(next);
+      if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
+      else engine.append(r.sequence, next);
+    }
+  }
+  EXPECT_EQ(engine.cache().free_pages(), engine.cache().num_pages());
+  if (adopted) *adopted = engine.lookahead_adopted();
+  if (queued) *queued = engine.lookahead_queued();
+  return out;
+}
+
+TEST_F(EngineTest, LookaheadStepsGiveTheSameTokens) {
+  const auto prompts = prompts_of({5, 9, 2, 40});
+  const std::vector<int64_t> lengths = {9, 30, 12, 70};  // the batch shrinks 4 -> 3 -> 2 -> 1; 40 + 70 crosses pages
+  for (bool graphs : {false, true}) {
+    EngineOptions off;
+    off.max_seq_len = 128;
+    off.use_graphs = graphs;
+    off.lookahead = EngineOptions::Lookahead::kOff;
+    EngineOptions on = off;
+    on.lookahead = EngineOptions::Lookahead::kOn;
+    for (const std::vector<Choice>& overrides :
+         {std::vector<Choice>{}, std::vector<Choice>{{1, 3}, {3, 3}, {3, 50}}, std::vector<Choice>{{0, 1}}}) {
+      const auto want = run_choosing(*model, off, prompts, lengths, overrides);
+      int64_t adopted = 0, queued = 0;
+      const auto got = run_choosing(*model, on, prompts, lengths, overrides, &adopted, &queued);
+      EXPECT_EQ(got, want) << "graphs " << graphs << ", " << overrides.size() << " overrides";
+      // Most decode steps come from the lookahead; none is queued past a
+      // sequence's last token, so only a changed token drops one.
+      EXPECT_GT(adopted, 50) << overrides.size();
+      EXPECT_EQ(queued > adopted, !overrides.empty()) << queued << " queued, " << adopted << " adopted";
+    }
+  }
+}
+
+TEST_F(EngineTest, LookaheadWaitsWhileASequenceCanJoin) {
+  // Two at a time: while a third waits for a slot the lookahead is still
+  // queued (nobody can join); once one finishes, the newcomer's prefill
+  // runs first and no queued step is adopted across it.
+  const auto prompts = prompts_of({3, 8, 5});
+  const std::vector<int64_t> lengths = {4, 10, 6};
+  EngineOptions off;
+  off.max_seq_len = 64;
+  off.max_batch = 2;
+  off.lookahead = EngineOptions::Lookahead::kOff;
+  EngineOptions on = off;
+  on.lookahead = EngineOptions::Lookahead::kOn;
+  EXPECT_EQ(run_choosing(*model, on, prompts, lengths, {}), run_choosing(*model, off, prompts, lengths, {}));
+}
+
+TEST_F(EngineTest, LogitsAfterALookaheadAreAnError) {
+  EngineOptions on;
+  on.max_seq_len = 64;
+  on.lookahead = EngineOptions::Lookahead::kOn;
+  Engine engine(*model, on);
+  engine.add(prompts_of({4})[0], 8);
+  (void)engine.step(true);  // prefill
+  engine.append(0, engine.argmax_ids()[0]);
+  (void)engine.step(true);  // decode, and the next one queued
+  EXPECT_EQ(engine.lookahead_queued(), 1);
+  EXPECT_EQ(testing::error_of([&] { (void)engine.logits_row(0); }).first, ErrorKind::kInvalidInput);
+  // A step without argmax drops the queued one and has its own logits.
+  engine.append(0, engine.argmax_ids()[0]);
+  const auto ready = engine.step(false);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(engine.logits_row(0).size(), 64u);
+  EXPECT_EQ(testing::error_of([&] { (void)engine.argmax_ids(); }).first, ErrorKind::kInvalidInput);
+}
+
 TEST_F(EngineTest, BadRequestsAreClearErrors) {
   EngineOptions o;
   o.max_seq_len = 100;

@@ -16,6 +16,17 @@
 // device's one stream, and a graph capture would take in kernels another
 // thread queued there meanwhile.
 //
+// Lookahead (greedy decode): right after a decode step of the whole running
+// batch, step(true) queues the next decode step of the same batch, fed on
+// the device by this step's argmax, before it returns; the device computes
+// it while the host reads the ids (argmax_ids()) and appends them. The next
+// step(true) adopts it when the caller appended exactly those ids to every
+// sequence and nothing joined or left the batch, and drops it otherwise
+// (it wrote keys/values only at positions a real step rewrites before any
+// read, or into pages no sequence holds any more). It needs no host round
+// trip between steps, which is what a one-sequence decode step otherwise
+// waits for (the id copy, the next step's index upload and graph launch).
+//
 // The engine runs the model; the caller chooses tokens (generate.cc):
 //   engine.add(prompt, max_new) ...
 //   while (engine.has_work()) {
@@ -24,6 +35,7 @@
 //   }
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -31,11 +43,13 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "hipformers/models/causal_lm.h"
 #include "hipformers/runtime/graph.h"
+#include "hipformers/runtime/staging.h"
 
 namespace hipformers {
 
@@ -45,6 +59,12 @@ struct EngineOptions {
   int64_t max_seq_len = 0;            // longest prompt + new tokens to expect; 0 = max_position_embeddings
   int64_t kv_pages = 0;               // pages in the KV cache; 0 = enough for max_batch sequences of max_seq_len
   bool use_graphs = true;             // capture decode steps as device graphs (GPU)
+  // Queue the next greedy decode step before the host has the ids (above):
+  // kAuto does on GPUs (HIPFORMERS_DISABLE_LOOKAHEAD=1 turns it off); on the
+  // CPU it would only compute a step early, so kAuto does not (kOn does:
+  // the tests run the logic there).
+  enum class Lookahead { kAuto, kOn, kOff };
+  Lookahead lookahead = Lookahead::kAuto;
 };
 
 class Engine {
@@ -66,8 +86,11 @@ class Engine {
   // greedy choices are computed on the device (argmax_ids()).
   std::vector<StepResult> step(bool argmax);
   bool last_step_was_prefill() const { return last_prefill_; }
-  // The last step's results (wait for the device).
+  // The greedy choices of the step step(true) last returned, one per row
+  // (waits for their copy, not for a lookahead step queued after it).
   std::vector<int32_t> argmax_ids() const;
+  // Row `row` of the last step's logits (waits). Error after step(true) when
+  // a lookahead step was queued (the logits are then that step's).
   std::vector<float> logits_row(int64_t row) const;
 
   // The chosen next token of a sequence returned by step().
@@ -81,6 +104,9 @@ class Engine {
   const StepWorkspace& workspace() const { return *workspace_; }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
+  // Decode steps queued ahead (lookahead) and, of them, those adopted.
+  int64_t lookahead_queued() const { return lookahead_queued_; }
+  int64_t lookahead_adopted() const { return lookahead_adopted_; }
 
  private:
   struct Sequence {
@@ -90,8 +116,20 @@ class Engine {
     std::vector<int32_t> pages;
     bool running = false, done = false;
   };
+  // A decode step queued ahead: its sequences in row order, the position
+  // its fed token takes in each, and the ids slot its argmax goes to.
+  struct Ahead {
+    std::vector<int64_t> members;
+    std::vector<int64_t> positions;
+    int slot = 0;
+  };
   void admit();
-  void run_step(std::span<const SequenceStep> steps, bool decode, bool argmax);
+  bool would_admit() const;
+  void run_step(std::span<const SequenceStep> steps, bool decode, bool argmax, bool chained = false);
+  // Queues the copy of this step's argmax into the next ids slot; returns it.
+  int fetch_ids(int64_t rows);
+  bool adopt_ahead(std::vector<StepResult>& results);
+  void queue_ahead(const std::vector<int64_t>& members);
 
   const CausalLM& model_;
   EngineOptions options_;
@@ -102,9 +140,22 @@ class Engine {
   std::vector<int64_t> running_;  // in admission order
   // Decode graphs by (batch size, argmax); a shape runs once eagerly first
   // (first-use initialisation, e.g. GEMM plans) before it is captured.
-  std::map<std::pair<int64_t, bool>, DeviceGraph> graphs_;
-  std::set<std::pair<int64_t, bool>> warmed_, eager_only_;  // ran once eagerly / could not be captured
+  // Decode graphs by (batch size, argmax, ids from the previous argmax); a
+  // shape runs once eagerly first (first-use initialisation, e.g. GEMM
+  // plans) before it is captured.
+  using GraphKey = std::tuple<int64_t, bool, bool>;
+  std::map<GraphKey, DeviceGraph> graphs_;
+  std::set<GraphKey> warmed_, eager_only_;  // ran once eagerly / could not be captured
   bool last_prefill_ = false;
+  bool lookahead_enabled_ = false;
+  // Greedy ids come back through two page-locked slots in turn: a step's
+  // and the lookahead's queued after it.
+  std::array<std::unique_ptr<HostStaging>, 2> ids_;
+  int ids_slot_ = 0;        // the slot the next copy goes to
+  int result_slot_ = -1;    // the slot holding the ids of the step last returned
+  int64_t result_rows_ = 0;
+  std::optional<Ahead> ahead_;
+  int64_t lookahead_queued_ = 0, lookahead_adopted_ = 0;
 };
 
 }  // namespace hipformers
