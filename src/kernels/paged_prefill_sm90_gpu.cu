@@ -277,13 +277,9 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
 
   MmaPrefillWarp<T, kD, PageLayout::kSwizzle128> w;
   w.init(q, tile, heads, scale, window, warp, lane);
-  // Whether some row of this warp's warpgroup (64 rows) sees a key of the
-  // page at kt: the union of its warps' needs() (uniform in the warpgroup).
-  const int g_row0 = (warp / 4) * 64;
-  const bool g_active = g_row0 < tile.nq;
-  const int g_hi = tile.pos0 + min(g_row0 + 63, tile.nq - 1);
-  const int g_lo = window > 0 ? max(0, tile.pos0 + g_row0 - window + 1) : 0;
-  auto group_needs = [&](int kt) { return g_active && kt <= g_hi && kt + kPage - 1 >= g_lo; };
+  // Whether some row of this warp's warpgroup (64 rows) sees a key of a
+  // page: the union of its warps' needs() (uniform in the warpgroup).
+  [[maybe_unused]] const PrefillRowSpan warpgroup_rows = PrefillRowSpan::of(tile, (warp / 4) * 64, 64, window);
   for (int t = 0; t < tile.ntiles; ++t) {
     const int s = t % kTmaStages, use = t / kTmaStages;
     mbar_wait(full0 + 8 * s, use & 1);
@@ -302,7 +298,7 @@ __global__ void __launch_bounds__(kTmaThreads) paged_prefill_tma_kernel(
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     // Q K^T by the warpgroup (all four warps, if any of them sees a key of
     // the page; a warp that sees none drops its scores), the rest per warp.
-    if (group_needs(kt)) {
+    if (warpgroup_rows.sees_page(kt)) {
       float sc[kPage / 8][4];
       wgmma_scores<T, kD>(sc, w.qa, sk);
       const bool sees_page = w.needs(kt);

@@ -165,13 +165,7 @@ __device__ __forceinline__ int shfl_xor(int v, int mask) {
 #endif
 }
 __device__ __forceinline__ float shfl_xor(float v, int mask) {
-#if defined(HIPFORMERS_EMULATE_WAVE64)
-  return __int_as_float(wave64_shfl_xor(__float_as_int(v), mask));
-#elif defined(HIPFORMERS_WITH_CUDA)
-  return __shfl_xor_sync(0xffffffffu, v, mask, kWarp);
-#else
-  return __shfl_xor(v, mask, kWarp);
-#endif
+  return __int_as_float(shfl_xor(__float_as_int(v), mask));  // the same 32 bits move
 }
 
 // Orders the warp's shared-memory accesses before the call against those

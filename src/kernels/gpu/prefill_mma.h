@@ -133,6 +133,24 @@ struct PrefillTile {
   }
 };
 
+// Query rows [row0, row0 + rows) of a tile, as the keys they see: active
+// when one of them is real, hi the last real row's position, lo the first
+// key any of them sees. A warp's 16 rows (MmaPrefillWarp) and a warpgroup's
+// 64 (the wgmma prefill) skip a page the same way.
+struct PrefillRowSpan {
+  bool active = false;
+  int hi = 0, lo = 0;
+  __device__ __forceinline__ static PrefillRowSpan of(const PrefillTile& t, int row0, int rows, int window) {
+    PrefillRowSpan span;
+    span.active = row0 < t.nq;
+    span.hi = t.pos0 + min(row0 + rows - 1, t.nq - 1);
+    span.lo = window > 0 ? max(0, t.pos0 + row0 - window + 1) : 0;
+    return span;
+  }
+  // Whether a row sees a key of the page starting at key kt.
+  __device__ __forceinline__ bool sees_page(int kt) const { return active && kt <= hi && kt + kPage - 1 >= lo; }
+};
+
 enum class PageLayout { kPadded, kSwizzle128 };
 
 template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct MmaPrefillWarp {
@@ -147,8 +165,8 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
   float m[2], l[2];  // rows gid, gid + 8 (log2 domain)
   float scale_log2;
   int wr0, gid, tig, window;
-  bool active;
-  int qp_lo, warp_hi, warp_lo, warp_full;
+  PrefillRowSpan span;  // the warp's 16 rows
+  int qp_lo, warp_full;
   int qp_row[2];
   uint32_t k_off, v_off;  // kPadded: ldmatrix lane offsets (bytes within a page)
   int mi, mr;             // this lane's ldmatrix matrix and row
@@ -175,10 +193,8 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
     m[0] = m[1] = neg_inf();
     l[0] = l[1] = 0.0f;
     scale_log2 = scale * 1.4426950408889634f;
-    active = wr0 < t.nq;
+    span = PrefillRowSpan::of(t, wr0, 16, window);
     qp_lo = t.pos0 + wr0;                                 // the warp's first query position
-    warp_hi = t.pos0 + min(wr0 + 15, t.nq - 1);           // its last (real) query position
-    warp_lo = window > 0 ? max(0, qp_lo - window + 1) : 0;  // the first key any of its rows sees
     warp_full = window > 0 ? max(0, qp_lo + 15 - window + 1) : 0;  // keys >= this: seen by every row
     qp_row[0] = t.pos0 + wr0 + gid;
     qp_row[1] = qp_row[0] + 8;
@@ -213,7 +229,7 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
   }
 
   // Whether the page at key kt holds a key some row of this warp sees.
-  __device__ __forceinline__ bool needs(int kt) const { return active && kt <= warp_hi && kt + kPage - 1 >= warp_lo; }
+  __device__ __forceinline__ bool needs(int kt) const { return span.sees_page(kt); }
 
   // The page at key kt: K at shared address sk, V at sv.
   __device__ __forceinline__ void attend(uint32_t sk, uint32_t sv, int kt) {
@@ -317,7 +333,7 @@ template <typename T, int kD, PageLayout kLayout = PageLayout::kPadded> struct M
 
   // out = round(O / l) for the warp's real rows.
   __device__ __forceinline__ void store(T* out, const PrefillTile& t, int heads) {
-    if (!active) return;
+    if (!span.active) return;
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 1);
