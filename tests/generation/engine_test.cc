@@ -12,6 +12,35 @@
 namespace hipformers {
 namespace {
 
+// A caller that does not take the greedy token once: after `at` generated
+// tokens, `sequence` appends argmax + 1 instead.
+struct Choice {
+  int64_t sequence, at;
+};
+
+// Drives `engine` (prompts already added) greedily until every sequence has
+// its `lengths` tokens, as generate() does; returns each one's tokens.
+std::vector<std::vector<int32_t>> drive(Engine& engine, std::size_t sequences, const std::vector<int64_t>& lengths,
+                                        const std::vector<Choice>& overrides = {}, int64_t* most_running = nullptr) {
+  std::vector<std::vector<int32_t>> out(sequences);
+  while (engine.has_work()) {
+    const auto ready = engine.step(true);
+    if (most_running) *most_running = std::max(*most_running, engine.running());
+    const auto ids = engine.argmax_ids();
+    for (const auto& r : ready) {
+      auto& o = out[static_cast<std::size_t>(r.sequence)];
+      int32_t next = ids[static_cast<std::size_t>(r.row)];
+      for (const Choice& c : overrides)
+        if (c.sequence == r.sequence && c.at == static_cast<int64_t>(o.size())) next = (next + 1) % 64;
+      o.push_back(next);
+      if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
+      else engine.append(r.sequence, next);
+    }
+  }
+  EXPECT_EQ(engine.cache().free_pages(), engine.cache().num_pages());
+  return out;
+}
+
 struct EngineTest : ::testing::Test {
   void SetUp() override {
     testing::TinySpec s;
@@ -41,20 +70,7 @@ struct EngineTest : ::testing::Test {
                                         const std::vector<int64_t>& lengths, int64_t* most_running = nullptr) {
     Engine engine(*model, options);
     for (std::size_t i = 0; i < prompts.size(); ++i) engine.add(prompts[i], lengths[i]);
-    std::vector<std::vector<int32_t>> out(prompts.size());
-    while (engine.has_work()) {
-      const auto ready = engine.step(true);
-      if (most_running) *most_running = std::max(*most_running, engine.running());
-      const auto ids = engine.argmax_ids();
-      for (const auto& r : ready) {
-        auto& o = out[static_cast<std::size_t>(r.sequence)];
-        o.push_back(ids[static_cast<std::size_t>(r.row)]);
-        if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
-        else engine.append(r.sequence, o.back());
-      }
-    }
-    EXPECT_EQ(engine.cache().free_pages(), engine.cache().num_pages());
-    return out;
+    return drive(engine, prompts.size(), lengths, {}, most_running);
   }
 
   std::filesystem::path dir;
@@ -111,18 +127,7 @@ TEST_F(EngineTest, ReplayedDecodeStepsMatchEagerOnes) {
   const auto want = run(eager, prompts, lengths);
   Engine engine(*model, replayed);
   for (std::size_t i = 0; i < prompts.size(); ++i) engine.add(prompts[i], lengths[i]);
-  std::vector<std::vector<int32_t>> got(prompts.size());
-  while (engine.has_work()) {
-    const auto ready = engine.step(true);
-    const auto ids = engine.argmax_ids();
-    for (const auto& r : ready) {
-      auto& o = got[static_cast<std::size_t>(r.sequence)];
-      o.push_back(ids[static_cast<std::size_t>(r.row)]);
-      if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
-      else engine.append(r.sequence, o.back());
-    }
-  }
-  EXPECT_EQ(got, want);
+  EXPECT_EQ(drive(engine, prompts.size(), lengths), want);
   EXPECT_EQ(engine.graphs_captured(), 3);  // batch sizes 3, 2 and 1
 }
 
@@ -147,30 +152,13 @@ TEST_F(EngineTest, GenerateUsesTheEngineAndKeepsPerSequenceOrder) {
 // a GPU; every token must be what the step-by-step engine gives, whether the
 // queued step is adopted (the caller appends the argmax), dropped because
 // the caller chose another token, or dropped because the batch changed.
-struct Choice {
-  int64_t sequence, at;  // after `at` generated tokens, sequence appends argmax + 1 instead
-};
 std::vector<std::vector<int32_t>> run_choosing(const CausalLM& model, const EngineOptions& options,
                                                const std::vector<std::vector<int32_t>>& prompts,
                                                const std::vector<int64_t>& lengths, const std::vector<Choice>& overrides,
                                                int64_t* adopted = nullptr, int64_t* queued = nullptr) {
   Engine engine(model, options);
   for (std::size_t i = 0; i < prompts.size(); ++i) engine.add(prompts[i], lengths[i]);
-  std::vector<std::vector<int32_t>> out(prompts.size());
-  while (engine.has_work()) {
-    const auto ready = engine.step(true);
-    const auto ids = engine.argmax_ids();
-    for (const auto& r : ready) {
-      auto& o = out[static_cast<std::size_t>(r.sequence)];
-      int32_t next = ids[static_cast<std::size_t>(r.row)];
-      for (const Choice& c : overrides)
-        if (c.sequence == r.sequence && c.at == static_cast<int64_t>(o.size())) next = (next + 1) % 64;
-      o.push_back(next);
-      if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
-      else engine.append(r.sequence, next);
-    }
-  }
-  EXPECT_EQ(engine.cache().free_pages(), engine.cache().num_pages());
+  auto out = drive(engine, prompts.size(), lengths, overrides);
   if (adopted) *adopted = engine.lookahead_adopted();
   if (queued) *queued = engine.lookahead_queued();
   return out;
