@@ -28,7 +28,9 @@ Engine::Engine(const CausalLM& model, const EngineOptions& options) : model_(mod
     slot = std::make_unique<HostStaging>(model.device(), static_cast<std::size_t>(options_.max_batch) * sizeof(int32_t));
   lookahead_enabled_ = options_.lookahead == EngineOptions::Lookahead::kOn ||
                        (options_.lookahead == EngineOptions::Lookahead::kAuto && model.device().is_gpu());
-  if (const char* v = std::getenv("HIPFORMERS_DISABLE_LOOKAHEAD"); v && *v && *v != '0') lookahead_enabled_ = false;
+  if (const char* v = std::getenv("HIPFORMERS_DISABLE_LOOKAHEAD");
+      v && *v && *v != '0' && options_.lookahead == EngineOptions::Lookahead::kAuto)
+    lookahead_enabled_ = false;
 }
 
 int64_t Engine::add(std::span<const int32_t> prompt, int64_t max_new_tokens) {
@@ -126,24 +128,33 @@ int Engine::fetch_ids(int64_t rows) {
   return slot;
 }
 
-// The queued step is the one the caller's appends asked for when the
-// batch is the same sequences in the same order, each with exactly the fed
-// token appended (the argmax of the step before, still in result_slot_).
+// The queued step is the one the caller's appends asked for when every
+// sequence of it still running got exactly the fed token (the argmax of the
+// step before, still in result_slot_) and at least one still runs. Those
+// that finished meanwhile (EOS, a stop string) just have no result: their
+// rows were computed for nothing, but no step is lost. A sequence admitted
+// meanwhile has its prefill next.
 bool Engine::adopt_ahead(std::vector<StepResult>& results) {
   Ahead ahead = std::move(*ahead_);
   ahead_.reset();
-  if (running_ != ahead.members || result_slot_ < 0) return false;
+  if (result_slot_ < 0) return false;
   HostStaging& fed_slot = *ids_[static_cast<std::size_t>(result_slot_)];
   fed_slot.wait();
   const auto* fed = static_cast<const int32_t*>(fed_slot.data());
+  bool any = false;
   for (std::size_t i = 0; i < ahead.members.size(); ++i) {
     const Sequence& s = sequences_[static_cast<std::size_t>(ahead.members[i])];
+    if (!s.running) continue;  // finished (ids are never reused)
     const int64_t p = ahead.positions[i];
     if (s.cached != p || static_cast<int64_t>(s.tokens.size()) != p + 1 || s.tokens[static_cast<std::size_t>(p)] != fed[i])
       return false;
+    any = true;
   }
+  if (!any) return false;
   for (std::size_t i = 0; i < ahead.members.size(); ++i) {
-    sequences_[static_cast<std::size_t>(ahead.members[i])].cached += 1;
+    Sequence& s = sequences_[static_cast<std::size_t>(ahead.members[i])];
+    if (!s.running) continue;
+    s.cached += 1;
     results.push_back({ahead.members[i], static_cast<int64_t>(i)});
   }
   last_prefill_ = false;
@@ -153,8 +164,9 @@ bool Engine::adopt_ahead(std::vector<StepResult>& results) {
   return true;
 }
 
-// After a decode step of `members` (the whole running batch), the next one,
-// fed by this step's argmax, if the next step(true) would run exactly that:
+// After a decode step whose argmax rows are the sequences `members`, the
+// next one, fed by those rows (so only while they are still the whole
+// running batch, in order), if the next step(true) would run exactly that:
 // nobody can join, and every sequence has room for the fed token and one more.
 void Engine::queue_ahead(const std::vector<int64_t>& members) {
   if (!lookahead_enabled_ || members != running_ || would_admit()) return;
@@ -174,17 +186,31 @@ void Engine::queue_ahead(const std::vector<int64_t>& members) {
   ++lookahead_queued_;
 }
 
+// A lookahead that cannot be queued (a device error) must not lose the
+// results of the step it follows: it is turned off and the error resurfaces
+// with the next device work, if it was the device's.
+void Engine::queue_ahead_or_stop(const std::vector<int64_t>& members) {
+  try {
+    queue_ahead(members);
+  } catch (const Error&) {
+    ahead_.reset();
+    lookahead_enabled_ = false;
+  }
+}
+
 std::vector<Engine::StepResult> Engine::step(bool argmax) {
   admit();
   if (ahead_) {
     std::vector<StepResult> results;
+    const std::vector<int64_t> rows = ahead_->members;  // its argmax rows, which a next lookahead is fed by
     const bool adopted = argmax && adopt_ahead(results);
     ahead_.reset();  // adopted, or dropped: what it wrote is rewritten by the steps queued after it
     if (adopted) {
-      queue_ahead(running_);
+      queue_ahead_or_stop(rows);
       return results;
     }
   }
+  result_slot_ = -1;  // until this step's ids are queued
   if (running_.empty()) {
     if (!waiting_.empty()) throw_error(ErrorKind::kOutOfMemory, "the KV cache cannot hold the next sequence");
     return {};
@@ -230,7 +256,7 @@ std::vector<Engine::StepResult> Engine::step(bool argmax) {
     if (s.cached == static_cast<int64_t>(s.tokens.size()))
       results.push_back({members[i], static_cast<int64_t>(i)});
   }
-  if (argmax && !last_prefill_) queue_ahead(members);
+  if (argmax && !last_prefill_) queue_ahead_or_stop(members);
   return results;
 }
 

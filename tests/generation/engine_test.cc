@@ -13,9 +13,11 @@ namespace hipformers {
 namespace {
 
 // A caller that does not take the greedy token once: after `at` generated
-// tokens, `sequence` appends argmax + 1 instead.
+// tokens, `sequence` appends argmax + 1 instead; or, with `stop`, it ends
+// the sequence once it has `at` tokens (as an EOS would).
 struct Choice {
   int64_t sequence, at;
+  bool stop = false;
 };
 
 // Drives `engine` (prompts already added) greedily until every sequence has
@@ -30,11 +32,17 @@ std::vector<std::vector<int32_t>> drive(Engine& engine, std::size_t sequences, c
     for (const auto& r : ready) {
       auto& o = out[static_cast<std::size_t>(r.sequence)];
       int32_t next = ids[static_cast<std::size_t>(r.row)];
-      for (const Choice& c : overrides)
-        if (c.sequence == r.sequence && c.at == static_cast<int64_t>(o.size())) next = (next + 1) % 64;
+      bool stop = false;
+      for (const Choice& c : overrides) {
+        if (c.sequence != r.sequence) continue;
+        if (!c.stop && c.at == static_cast<int64_t>(o.size())) next = (next + 1) % 64;
+        if (c.stop && c.at == static_cast<int64_t>(o.size()) + 1) stop = true;
+      }
       o.push_back(next);
-      if (static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)]) engine.finish(r.sequence);
-      else engine.append(r.sequence, next);
+      if (stop || static_cast<int64_t>(o.size()) == lengths[static_cast<std::size_t>(r.sequence)])
+        engine.finish(r.sequence);
+      else
+        engine.append(r.sequence, next);
     }
   }
   EXPECT_EQ(engine.cache().free_pages(), engine.cache().num_pages());
@@ -201,6 +209,29 @@ TEST_F(EngineTest, LookaheadWaitsWhileASequenceCanJoin) {
   EngineOptions on = off;
   on.lookahead = EngineOptions::Lookahead::kOn;
   EXPECT_EQ(run_choosing(*model, on, prompts, lengths, {}), run_choosing(*model, off, prompts, lengths, {}));
+}
+
+TEST_F(EngineTest, LookaheadSurvivesEarlyFinishesAndNewcomers) {
+  // Two at a time, four sequences, three of them ending early (as on EOS)
+  // while a step is queued for them: the others keep the queued step's
+  // results, the pages of the finished one go to a waiting sequence, whose
+  // prefill runs next.
+  const auto prompts = prompts_of({5, 9, 2, 7});
+  const std::vector<int64_t> lengths = {20, 30, 25, 10};
+  const std::vector<Choice> stops = {{0, 4, true}, {2, 3, true}, {1, 12, true}};
+  EngineOptions off;
+  off.max_seq_len = 64;
+  off.max_batch = 2;
+  off.lookahead = EngineOptions::Lookahead::kOff;
+  EngineOptions on = off;
+  on.lookahead = EngineOptions::Lookahead::kOn;
+  const auto want = run_choosing(*model, off, prompts, lengths, stops);
+  EXPECT_EQ(want[0].size(), 4u);
+  EXPECT_EQ(want[3].size(), 10u);
+  int64_t adopted = 0, queued = 0;
+  EXPECT_EQ(run_choosing(*model, on, prompts, lengths, stops, &adopted, &queued), want);
+  EXPECT_GE(adopted, 10);
+  EXPECT_EQ(queued, adopted);  // here no queued step is lost: no two sequences end at once
 }
 
 TEST_F(EngineTest, LogitsAfterALookaheadAreAnError) {

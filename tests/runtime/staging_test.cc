@@ -40,9 +40,9 @@ TEST(HostStagingTest, TransfersBeyondTheBufferAreErrors) {
   staging.upload(device.data(), 0);  // nothing to do
 }
 
-// Two slots in turn, as the engine uses them: an upload queued behind a
-// download of the same device buffer sees the downloaded-then-changed data
-// in stream order, and each slot keeps its own contents.
+// Each round rewrites the upload buffer (after waiting for its last copy),
+// uploads it and downloads the device buffer through the other staging
+// buffer: the download, queued behind the upload, sees this round's values.
 TEST(HostStagingTest, GpuTransfersAreStreamOrdered) {
   if (!built_with_gpu() || gpu_count() == 0) GTEST_SKIP() << "no GPU";
   const Device gpu = Device::gpu(0);

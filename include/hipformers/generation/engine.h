@@ -21,7 +21,8 @@
 // the device by this step's argmax, before it returns; the device computes
 // it while the host reads the ids (argmax_ids()) and appends them. The next
 // step(true) adopts it when the caller appended exactly those ids to every
-// sequence and nothing joined or left the batch, and drops it otherwise
+// sequence of it that still runs (a sequence that finished meanwhile just
+// has no result; one admitted meanwhile is prefilled next), and drops it otherwise
 // (it wrote keys/values only at positions a real step rewrites before any
 // read, or into pages no sequence holds any more). It needs no host round
 // trip between steps, which is what a one-sequence decode step otherwise
@@ -101,6 +102,8 @@ class Engine {
 
   const std::vector<int32_t>& tokens(int64_t sequence) const;
   const PagedKVCache& cache() const { return *cache_; }
+  // The step buffers: after step(true) with a lookahead queued, they hold
+  // (or will hold) that step's, not the returned one's.
   const StepWorkspace& workspace() const { return *workspace_; }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
@@ -130,6 +133,7 @@ class Engine {
   int fetch_ids(int64_t rows);
   bool adopt_ahead(std::vector<StepResult>& results);
   void queue_ahead(const std::vector<int64_t>& members);
+  void queue_ahead_or_stop(const std::vector<int64_t>& members);
 
   const CausalLM& model_;
   EngineOptions options_;
@@ -138,8 +142,6 @@ class Engine {
   std::vector<Sequence> sequences_;
   std::deque<int64_t> waiting_;
   std::vector<int64_t> running_;  // in admission order
-  // Decode graphs by (batch size, argmax); a shape runs once eagerly first
-  // (first-use initialisation, e.g. GEMM plans) before it is captured.
   // Decode graphs by (batch size, argmax, ids from the previous argmax); a
   // shape runs once eagerly first (first-use initialisation, e.g. GEMM
   // plans) before it is captured.

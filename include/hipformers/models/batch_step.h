@@ -5,7 +5,8 @@
 // step can be captured as a device graph and replayed (generation/engine.h).
 //
 //   model.prepare_step(ws, steps);        // host -> device: ids, positions, pages (one copy,
-//                                         // queued: the host does not wait for the device)
+//                                         // queued; the host waits only when dynamic-NTK
+//                                         // frequencies change)
 //   model.forward_step(ws, cache, true);  // enqueue: logits of each sequence's last token, argmax
 //
 // Dynamic-NTK RoPE takes its frequencies from the longest sequence of the
