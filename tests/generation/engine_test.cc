@@ -160,6 +160,19 @@ TEST_F(EngineTest, GenerateUsesTheEngineAndKeepsPerSequenceOrder) {
 // a GPU; every token must be what the step-by-step engine gives, whether the
 // queued step is adopted (the caller appends the argmax), dropped because
 // the caller chose another token, or dropped because the batch changed.
+// The same engine options with the lookahead off and on (on the CPU too).
+std::pair<EngineOptions, EngineOptions> lookahead_off_on(int64_t max_seq_len, int64_t max_batch = 64,
+                                                         bool graphs = true) {
+  EngineOptions off;
+  off.max_seq_len = max_seq_len;
+  off.max_batch = max_batch;
+  off.use_graphs = graphs;
+  off.lookahead = EngineOptions::Lookahead::kOff;
+  EngineOptions on = off;
+  on.lookahead = EngineOptions::Lookahead::kOn;
+  return {off, on};
+}
+
 std::vector<std::vector<int32_t>> run_choosing(const CausalLM& model, const EngineOptions& options,
                                                const std::vector<std::vector<int32_t>>& prompts,
                                                const std::vector<int64_t>& lengths, const std::vector<Choice>& overrides,
@@ -176,12 +189,7 @@ TEST_F(EngineTest, LookaheadStepsGiveTheSameTokens) {
   const auto prompts = prompts_of({5, 9, 2, 40});
   const std::vector<int64_t> lengths = {9, 30, 12, 70};  // the batch shrinks 4 -> 3 -> 2 -> 1; 40 + 70 crosses pages
   for (bool graphs : {false, true}) {
-    EngineOptions off;
-    off.max_seq_len = 128;
-    off.use_graphs = graphs;
-    off.lookahead = EngineOptions::Lookahead::kOff;
-    EngineOptions on = off;
-    on.lookahead = EngineOptions::Lookahead::kOn;
+    const auto [off, on] = lookahead_off_on(128, 64, graphs);
     for (const std::vector<Choice>& overrides :
          {std::vector<Choice>{}, std::vector<Choice>{{1, 3}, {3, 3}, {3, 50}}, std::vector<Choice>{{0, 1}}}) {
       const auto want = run_choosing(*model, off, prompts, lengths, overrides);
@@ -202,12 +210,7 @@ TEST_F(EngineTest, LookaheadWaitsWhileASequenceCanJoin) {
   // runs first and no queued step is adopted across it.
   const auto prompts = prompts_of({3, 8, 5});
   const std::vector<int64_t> lengths = {4, 10, 6};
-  EngineOptions off;
-  off.max_seq_len = 64;
-  off.max_batch = 2;
-  off.lookahead = EngineOptions::Lookahead::kOff;
-  EngineOptions on = off;
-  on.lookahead = EngineOptions::Lookahead::kOn;
+  const auto [off, on] = lookahead_off_on(64, 2);
   EXPECT_EQ(run_choosing(*model, on, prompts, lengths, {}), run_choosing(*model, off, prompts, lengths, {}));
 }
 
@@ -219,12 +222,7 @@ TEST_F(EngineTest, LookaheadSurvivesEarlyFinishesAndNewcomers) {
   const auto prompts = prompts_of({5, 9, 2, 7});
   const std::vector<int64_t> lengths = {20, 30, 25, 10};
   const std::vector<Choice> stops = {{0, 4, true}, {2, 3, true}, {1, 12, true}};
-  EngineOptions off;
-  off.max_seq_len = 64;
-  off.max_batch = 2;
-  off.lookahead = EngineOptions::Lookahead::kOff;
-  EngineOptions on = off;
-  on.lookahead = EngineOptions::Lookahead::kOn;
+  const auto [off, on] = lookahead_off_on(64, 2);
   const auto want = run_choosing(*model, off, prompts, lengths, stops);
   EXPECT_EQ(want[0].size(), 4u);
   EXPECT_EQ(want[3].size(), 10u);
