@@ -59,22 +59,22 @@ int64_t Engine::add(std::span<const int32_t> prompt, int64_t max_new_tokens) {
   return id;
 }
 
-void Engine::admit() {
-  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch) {
-    Sequence& s = sequences_[static_cast<std::size_t>(waiting_.front())];
-    const int64_t need = PagedKVCache::pages_for(s.max_len);
-    if (need > cache_->free_pages()) break;  // FIFO: wait for pages to come back
-    s.pages = cache_->allocate(need);
-    s.running = true;
-    running_.push_back(waiting_.front());
-    waiting_.pop_front();
-  }
-}
-
+// FIFO: the first waiting sequence joins when the batch has room and the
+// cache the pages for its whole length; the others wait behind it.
 bool Engine::would_admit() const {
   if (waiting_.empty() || static_cast<int64_t>(running_.size()) >= options_.max_batch) return false;
   const Sequence& s = sequences_[static_cast<std::size_t>(waiting_.front())];
   return PagedKVCache::pages_for(s.max_len) <= cache_->free_pages();
+}
+
+void Engine::admit() {
+  while (would_admit()) {
+    Sequence& s = sequences_[static_cast<std::size_t>(waiting_.front())];
+    s.pages = cache_->allocate(PagedKVCache::pages_for(s.max_len));
+    s.running = true;
+    running_.push_back(waiting_.front());
+    waiting_.pop_front();
+  }
 }
 
 void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool argmax, bool chained) {
@@ -134,9 +134,7 @@ int Engine::fetch_ids(int64_t rows) {
 // that finished meanwhile (EOS, a stop string) just have no result: their
 // rows were computed for nothing, but no step is lost. A sequence admitted
 // meanwhile has its prefill next.
-bool Engine::adopt_ahead(std::vector<StepResult>& results) {
-  Ahead ahead = std::move(*ahead_);
-  ahead_.reset();
+bool Engine::adopt_ahead(const Ahead& ahead, std::vector<StepResult>& results) {
   if (result_slot_ < 0) return false;
   HostStaging& fed_slot = *ids_[static_cast<std::size_t>(result_slot_)];
   fed_slot.wait();
@@ -145,8 +143,8 @@ bool Engine::adopt_ahead(std::vector<StepResult>& results) {
   for (std::size_t i = 0; i < ahead.members.size(); ++i) {
     const Sequence& s = sequences_[static_cast<std::size_t>(ahead.members[i])];
     if (!s.running) continue;  // finished (ids are never reused)
-    const int64_t p = ahead.positions[i];
-    if (s.cached != p || static_cast<int64_t>(s.tokens.size()) != p + 1 || s.tokens[static_cast<std::size_t>(p)] != fed[i])
+    // No step ran for it since: the fed token sits at position s.cached.
+    if (static_cast<int64_t>(s.tokens.size()) != s.cached + 1 || s.tokens[static_cast<std::size_t>(s.cached)] != fed[i])
       return false;
     any = true;
   }
@@ -177,7 +175,6 @@ void Engine::queue_ahead(const std::vector<int64_t>& members) {
     const Sequence& s = sequences_[static_cast<std::size_t>(id)];
     if (s.cached + 1 >= s.max_len || static_cast<int64_t>(s.tokens.size()) != s.cached) return;
     steps.push_back({std::span<const int32_t>(&kUnusedId, 1), s.cached, s.pages});
-    ahead.positions.push_back(s.cached);
   }
   ahead.members = members;
   run_step(steps, true, true, true);
@@ -201,12 +198,12 @@ void Engine::queue_ahead_or_stop(const std::vector<int64_t>& members) {
 std::vector<Engine::StepResult> Engine::step(bool argmax) {
   admit();
   if (ahead_) {
+    // Adopted, or dropped: what it wrote is rewritten by the steps queued after it.
+    const Ahead ahead = std::move(*ahead_);
+    ahead_.reset();
     std::vector<StepResult> results;
-    const std::vector<int64_t> rows = ahead_->members;  // its argmax rows, which a next lookahead is fed by
-    const bool adopted = argmax && adopt_ahead(results);
-    ahead_.reset();  // adopted, or dropped: what it wrote is rewritten by the steps queued after it
-    if (adopted) {
-      queue_ahead_or_stop(rows);
+    if (argmax && adopt_ahead(ahead, results)) {
+      queue_ahead_or_stop(ahead.members);  // its argmax rows feed the next one
       return results;
     }
   }

@@ -60,37 +60,27 @@ std::size_t HostStaging::size() const { return impl_->bytes; }
 void* HostStaging::data() { return impl_->device.is_cpu() ? impl_->host.data() : impl_->pinned; }
 const void* HostStaging::data() const { return impl_->device.is_cpu() ? impl_->host.data() : impl_->pinned; }
 
-static void check_size(std::size_t n, std::size_t bytes) {
-  if (n > bytes)
+// n bytes from src to dst, one of which is the buffer: at once on the CPU,
+// queued on the device's stream on a GPU.
+static void transfer(HostStaging::Impl& impl, void* dst, const void* src, std::size_t n, bool to_device) {
+  if (n > impl.bytes)
     throw_invalid("a staging transfer of " + std::to_string(n) + " bytes exceeds the buffer's " +
-                  std::to_string(bytes));
-}
-
-void HostStaging::upload(void* dst, std::size_t n) {
-  check_size(n, impl_->bytes);
+                  std::to_string(impl.bytes));
   if (n == 0) return;
-  if (impl_->device.is_cpu()) {
-    std::memcpy(dst, impl_->host.data(), n);
+  if (impl.device.is_cpu()) {
+    std::memcpy(dst, src, n);
     return;
   }
 #ifdef HF_STAGING_GPU
-  gpu::copy_async_then_record(dst, impl_->pinned, n, true, impl_->device.index, impl_->event);
-  impl_->queued = true;
+  gpu::copy_async_then_record(dst, src, n, to_device, impl.device.index, impl.event);
+  impl.queued = true;
+#else
+  (void)to_device;
 #endif
 }
 
-void HostStaging::download(const void* src, std::size_t n) {
-  check_size(n, impl_->bytes);
-  if (n == 0) return;
-  if (impl_->device.is_cpu()) {
-    std::memcpy(impl_->host.data(), src, n);
-    return;
-  }
-#ifdef HF_STAGING_GPU
-  gpu::copy_async_then_record(impl_->pinned, src, n, false, impl_->device.index, impl_->event);
-  impl_->queued = true;
-#endif
-}
+void HostStaging::upload(void* dst, std::size_t n) { transfer(*impl_, dst, data(), n, true); }
+void HostStaging::download(const void* src, std::size_t n) { transfer(*impl_, data(), src, n, false); }
 
 void HostStaging::wait() const {
 #ifdef HF_STAGING_GPU

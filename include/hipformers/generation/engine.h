@@ -119,11 +119,10 @@ class Engine {
     std::vector<int32_t> pages;
     bool running = false, done = false;
   };
-  // A decode step queued ahead: its sequences in row order, the position
-  // its fed token takes in each, and the ids slot its argmax goes to.
+  // A decode step queued ahead: its sequences in row order and the ids
+  // slot its argmax goes to.
   struct Ahead {
     std::vector<int64_t> members;
-    std::vector<int64_t> positions;
     int slot = 0;
   };
   void admit();
@@ -131,7 +130,7 @@ class Engine {
   void run_step(std::span<const SequenceStep> steps, bool decode, bool argmax, bool chained = false);
   // Queues the copy of this step's argmax into the next ids slot; returns it.
   int fetch_ids(int64_t rows);
-  bool adopt_ahead(std::vector<StepResult>& results);
+  bool adopt_ahead(const Ahead& ahead, std::vector<StepResult>& results);
   void queue_ahead(const std::vector<int64_t>& members);
   void queue_ahead_or_stop(const std::vector<int64_t>& members);
 
