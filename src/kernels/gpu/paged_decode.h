@@ -699,20 +699,30 @@ __device__ __forceinline__ void paged_decode_wide_block(const DecodeParams<T>& p
   }
   __syncthreads();
   const int span = kWideSpan;
-  for (int idx = threadIdx.x; idx < ng * D; idx += kWideThreads) {
-    const int gg = idx / D, d = idx % D, h = h0 + gg;
+  // A warp takes kWarp consecutive outputs (one query head: D is a multiple
+  // of the warp); its lane w < kWarps computes warp w's weight e^(m_w - M)
+  // once into the warp's row of s_wt for all of them.
+  __shared__ float s_wt[kWarps][kWarps];
+  static_assert(kD % kWarp == 0 && kWarps <= kWarp, "wide merge: a warp's outputs share a head");
+  for (int base = warp * kWarp; base < ng * D; base += kWideThreads) {
+    const int idx = base + lane, gg = idx / D, d = idx % D, h = h0 + gg;
     float mx = neg_inf();
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_wm[w][gg]);
+    if (lane < kWarps) {
+      const float mw = s_wm[lane][gg];
+      s_wt[warp][lane] = mw == neg_inf() ? 0.0f : expf(mw - mx);
+    }
+    warp_sync();
     float sum = 0.0f, a = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      const float mw = s_wm[w][gg];
-      if (mw == neg_inf()) continue;  // no visible key in warp w
-      const float wt = expf(mw - mx);
+      if (s_wm[w][gg] == neg_inf()) continue;  // no visible key in warp w
+      const float wt = s_wt[warp][w];
       sum = fmaf(s_wl[w][gg], wt, sum);
       a = fmaf(s_wacc[w][gg][d], wt, a);
     }
+    warp_sync();  // s_wt is rewritten by the warp's next outputs
     if (p.splits == 1) {
       store(p.out + (static_cast<int64_t>(row) * heads + h) * D + d, round_to(a / sum, mode));
     } else {
