@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (what the README and CI run): builds the CPU
-# preset and runs every test through CTest; with HIPFORMERS_TEST_GPU_COMPILE=1
-# (the default in CI) it also compiles every GPU source for CUDA and HIP.
+# preset and runs every test through CTest. Every GPU source is compiled for
+# CUDA and HIP by scripts/setup.sh (target gpu_build_check of the cuda and
+# hip presets, where nvcc and hipcc are found), which CI runs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset cpu >/dev/null
