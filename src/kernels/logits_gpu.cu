@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "gpu/gpu_types.h"
 #include "gpu/launch.h"
+#include "gpu/argmax_key.h"
 #include "gpu/vec16.h"
 
 namespace hipformers::kernels::gpu {
@@ -24,28 +25,6 @@ constexpr int kArgmaxMaxRows = 1024;    // rows per launch (size of the static s
 // Zero at module load; every launch leaves them zero again.
 __device__ unsigned long long g_argmax_best[kArgmaxMaxRows];
 __device__ unsigned int g_argmax_done[kArgmaxMaxRows];
-
-__device__ __forceinline__ unsigned long long argmax_key(float v, int64_t i) {
-  uint32_t b = __float_as_uint(v);
-  uint32_t ordered;
-  if (v != v) {
-    ordered = 0xffffffffu;  // NaN: above everything
-  } else {
-    if ((b << 1) == 0) b = 0;  // -0 == +0
-    ordered = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  }
-  return (static_cast<unsigned long long>(ordered) << 32) | (0xffffffffu - static_cast<uint32_t>(i));
-}
-
-__device__ __forceinline__ unsigned long long max_u64(unsigned long long a, unsigned long long b) {
-  return a > b ? a : b;
-}
-
-__device__ __forceinline__ unsigned long long shfl_xor_u64(unsigned long long v, int mask) {
-  const int lo = static_cast<int>(static_cast<uint32_t>(v)), hi = static_cast<int>(static_cast<uint32_t>(v >> 32));
-  const int lo2 = shfl_xor(lo, mask), hi2 = shfl_xor(hi, mask);
-  return (static_cast<unsigned long long>(static_cast<uint32_t>(hi2)) << 32) | static_cast<uint32_t>(lo2);
-}
 
 // grid (chunks, rows of this launch); `row0` is the first row.
 template <typename T, bool kVec>
