@@ -18,6 +18,7 @@
 #include "causal_lm_impl.h"
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/activation.h"
+#include "hipformers/kernels/decode_step.h"
 #include "hipformers/kernels/embedding.h"
 #include "hipformers/kernels/linear.h"
 #include "hipformers/kernels/logits.h"
@@ -106,6 +107,15 @@ StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t 
     scratch = empty_tensor(Shape{scratch_elems}, DType::kF32, device_);
     const std::vector<float> zeros(static_cast<std::size_t>(scratch_elems), 0.0f);
     copy_bytes(scratch.mutable_raw_data(), device_, zeros.data(), Device::cpu(), zeros.size() * sizeof(float));
+  }
+  // The persistent one-sequence decode step's counters and split partials
+  // (zero-filled likewise; each step leaves its counters zero).
+  const int64_t step_elems =
+      model.dtype() == DType::kBF16 ? kernels::decode_step_scratch_elems(c.num_hidden_layers, nkv, nh, D, max_seq_len, device_) : 0;
+  if (step_elems > 0) {
+    step_scratch = empty_tensor(Shape{step_elems}, DType::kF32, device_);
+    const std::vector<float> zeros(static_cast<std::size_t>(step_elems), 0.0f);
+    copy_bytes(step_scratch.mutable_raw_data(), device_, zeros.data(), Device::cpu(), zeros.size() * sizeof(float));
   }
 }
 
@@ -235,6 +245,61 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
   ws.logit_rows_ = rows;
 }
 
+// One sequence, one token: the whole step as one persistent kernel where the
+// model and device allow (kernels/decode_step.h); false when they do not
+// (Error(kUnsupported) saying why when `required`).
+// Its math is that of the folded small-batch path below (rms_norm and SwiGLU
+// in the projections); it always computes the argmax too.
+bool CausalLM::persistent_step(StepWorkspace& ws, PagedKVCache& cache, bool ids_from_argmax, bool required) const {
+  const Impl& m = *impl_;
+  auto unsupported = [&](const std::string& why) {
+    if (required) throw_error(ErrorKind::kUnsupported, "persistent decode step (HIPFORMERS_PERSISTENT_DECODE=require): " + why);
+    return false;
+  };
+  const ModelConfig& c = m.config;
+  kernels::DecodeStepArgs a;
+  a.layers.reserve(m.layers.size());
+  for (std::size_t li = 0; li < m.layers.size(); ++li) {
+    const DecoderLayer& L = m.layers[li];
+    if (L.qkv_bias.defined() || L.o_bias.defined() || L.gate_up_bias.defined() || L.down_bias.defined())
+      return unsupported("projection biases");
+    if (L.sliding_window) return unsupported("sliding-window attention");
+    kernels::DecodeStepLayer s;
+    s.input_norm = &L.input_norm;
+    s.qkv_proj = &L.qkv_proj;
+    s.q_norm = &L.q_norm;
+    s.k_norm = &L.k_norm;
+    s.o_proj = &L.o_proj;
+    s.post_attention_norm = &L.post_attention_norm;
+    s.gate_up_proj = &L.gate_up_proj;
+    s.down_proj = &L.down_proj;
+    s.cache = &cache.layers[li];
+    a.layers.push_back(s);
+  }
+  a.embed_tokens = &m.embed_tokens;
+  a.final_norm = &m.final_norm;
+  a.lm_head = &m.lm_head;
+  a.heads = c.num_attention_heads;
+  a.kv_heads = c.num_key_value_heads;
+  a.head_dim = c.head_dim;
+  a.eps = c.rms_norm_eps;
+  a.inv_freq = &ws.inv_freq;
+  a.rope_scaling = ws.attention_scaling;
+  Tensor ids = ids_from_argmax ? ws.next.slice_rows(0, 1) : ws.ids;
+  a.ids = &ids;
+  a.batch = &ws.batch;
+  a.hidden = &ws.hidden;
+  a.qkv = &ws.qkv;
+  a.act = &ws.act;
+  a.logits = &ws.logits;
+  a.next = &ws.next;
+  a.scratch = &ws.step_scratch;
+  std::string why;
+  if (!kernels::decode_step_supported(a, m.dtype, &why)) return unsupported(why);
+  kernels::decode_step(a);
+  return true;
+}
+
 void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax, bool ids_from_argmax) const {
   const Impl& m = *impl_;
   const ModelConfig& c = m.config;
@@ -263,6 +328,10 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax,
 
   if (ids_from_argmax && N != ws.batch.num_seqs)
     throw_invalid("forward_step: ids from the previous argmax need one token per sequence");
+  const kernels::PersistentDecode persistent = kernels::persistent_decode_mode();
+  if (N == 1 && R == 1 && persistent != kernels::PersistentDecode::kOff &&
+      persistent_step(ws, cache, ids_from_argmax, persistent == kernels::PersistentDecode::kRequire))
+    return;
   kernels::embedding(m.embed_tokens, ids_from_argmax ? ws.next.slice_rows(0, N) : ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);
 

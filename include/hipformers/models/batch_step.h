@@ -68,6 +68,7 @@ class StepWorkspace {
   Tensor inv_freq;               // F32 [head_dim / 2]
   Tensor hidden, normed, qkv, q, attn, proj, gate_up, act, branch, last, logits, next;
   Tensor scratch;                // paged attention's split-K scratch
+  Tensor step_scratch;           // the persistent decode step's (kernels/decode_step.h); undefined without it
   // Page-locked staging for `index`, two in turn: a step's indices are
   // written while the previous step's upload may still be queued.
   std::array<std::unique_ptr<HostStaging>, 2> index_staging;

@@ -130,6 +130,10 @@ class CausalLM {
 
  private:
   explicit CausalLM(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  // forward_step of one token of one sequence as one persistent kernel
+  // (kernels/decode_step.h); false where the model or device does not allow
+  // it (an error saying why when `required`).
+  bool persistent_step(StepWorkspace& ws, PagedKVCache& cache, bool ids_from_argmax, bool required) const;
   std::shared_ptr<Impl> impl_;
 };
 

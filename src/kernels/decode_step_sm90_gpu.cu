@@ -1,0 +1,879 @@
+// The persistent decode step (decode_step.h) on CUDA sm_90: one cooperative
+// launch of one block per SM runs every op of a one-token step.
+//
+// Ops, in order: per layer  qkv (GEMV) -> attention -> o (GEMV) ->
+// gate|up (GEMV) -> down (GEMV); then lm_head (GEMV + argmax). Op k starts
+// once every block has finished op k - 1: done[k - 1] (a global counter,
+// one arrival per block) reaches the grid size. Thread 0 of a block spins on
+// it with an acquire load; the block's consumer warps then read what op
+// k - 1 wrote through L2 (__ldcg: another SM wrote it, this SM's L1 may hold
+// an older line).
+//
+// A block is 8 consumer warps and one producer warp. The producer (one
+// lane) walks the same op list and, for every GEMV, bulk-copies the block's
+// weight tiles (tiles b, b + G, ...: up to 8 rows, <= 16 KB each) into a
+// ring of kStages shared-memory stages, guarded by two mbarriers per stage
+// ("full": the copy landed; "empty": all 8 consumer warps are done with it).
+// Weights depend on nothing, so the producer runs ahead across op
+// boundaries while the consumers wait: the memory system never idles at a
+// grid-wide barrier.
+//
+// GEMV (y = W x, fp32 sums): the op's input x is staged once per block in
+// shared memory as bf16, transformed on the way in: rms_norm(x) * w
+// (rounded as rms_norm rounds: round(w * round(x / rms))) for qkv, gate|up
+// and lm_head; plain for o (attention output) and down (the SwiGLU output).
+// Of a tile of R rows, warp w takes row w % R and part w / R of the input
+// (8 / R parts meet in shared memory). Epilogues: qkv stores; o and down
+// add into the residual stream, hidden = round(round(y) + hidden) (layer 0's
+// o reads the embedding row as the old residual: the embedding itself is
+// never stored); gate|up tiles hold R/2 gate rows and the same R/2 up rows
+// and store act = round(round(silu(round(g))) * round(u)); lm_head stores the
+// logits and keeps the largest argmax key (gpu/argmax_key.h), combined by
+// atomicMax; the last block to finish the step writes next = argmax.
+//
+// Attention, per (kv head, page of keys) item: q/k RMSNorm + RoPE of the new
+// token (gpu/qk_norm_rope.h, the same device code as the per-kernel path),
+// the new key and value written to the cache by the item holding position
+// pos, scores s_j = scale q.k_j, probabilities e^(s_j - m_page) rounded to
+// bf16, acc = sum p_j v_j, stored as a split partial (m, l, acc). The
+// producer streams each item's K and V pages into the ring like weight
+// tiles (the keys before pos depend on nothing of this step), so the op
+// waits for no memory but this step's q|k|v. The o projection's staging
+// merges the splits: out = sum_q acc_q e^(m_q - M) / sum_q l_q e^(m_q - M).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "backend.h"
+#include "gpu/argmax_key.h"
+#include "gpu/bulk_copy.h"
+#include "gpu/gpu_types.h"
+#include "gpu/qk_norm_rope.h"
+#include "hipformers/core/error.h"
+#include "hipformers/kernels/decode_step.h"
+
+namespace hipformers::kernels::gpu {
+namespace {
+
+using bf16 = gpu_bf16;
+
+constexpr int kConsumerWarps = 8;
+constexpr int kConsumers = kConsumerWarps * 32;
+constexpr int kThreads = kConsumers + 32;  // + the producer warp
+constexpr int kStages = 8;
+constexpr int kStageBytes = 16384;
+constexpr int kMaxIn = 8192;  // the longest staged input: H, I or heads * D
+constexpr int kMaxLayers = 64;
+constexpr int kMaxGroup = 8;  // query heads per kv head (one warp each)
+constexpr int kMaxD = 128;
+constexpr int kPageKeys = static_cast<int>(kKVPageSize);
+constexpr int kKeysPerWarp = kPageKeys / kConsumerWarps;
+static_assert(kPageKeys == 64 && kKeysPerWarp == 8, "attention items are one 64-key page");
+
+enum OpKind : int { kOpQkv = 0, kOpAttention = 1, kOpO = 2, kOpGateUp = 3, kOpDown = 4, kOpLmHead = 5 };
+constexpr int kOpsPerLayer = 5;
+
+struct Layer {
+  const bf16 *input_norm, *qkv, *q_norm, *k_norm, *o, *post_norm, *gate_up, *down;
+  bf16 *k_pool, *v_pool;
+};
+
+struct Params {
+  Layer layers[kMaxLayers];
+  const bf16 *embed, *final_norm, *lm_head;
+  const int32_t *ids, *seq_lens, *block_table;
+  bf16 *hidden, *qkv, *act, *logits;
+  int32_t* next;
+  unsigned* done;           // [n_ops]
+  unsigned* exit_count;     // [1]
+  unsigned long long* best; // [1]
+  float* partial;           // [kv_heads][max_splits][group][D + 2]
+  QkNormRope rope;
+  float eps, scale;
+  int n_layers, H, I, V, heads, kv_heads, D, max_splits;
+  int stages;  // ring stages in use (<= kStages; HIPFORMERS_PERSISTENT_STAGES, an A/B switch)
+  int trace;  // HIPFORMERS_PERSISTENT_TRACE: block 0 records when each op starts and ends (g_trace)
+};
+
+// A developer tool: with HIPFORMERS_PERSISTENT_TRACE set, block 0 stores the
+// global timer when its wait for op k returned (start) and when its share
+// of op k was done (end); printed at exit for the last step.
+constexpr int kMaxOps = kMaxLayers * 5 + 1;
+__device__ unsigned long long g_trace[2 * kMaxOps];
+
+__device__ __forceinline__ unsigned long long global_timer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Shared memory (dynamic), in this order.
+struct SmemLayout {
+  static constexpr int kRing = kStages * kStageBytes;
+  static constexpr int kX = kRing;                                    // bf16 [kMaxIn]
+  static constexpr int kRows = kX + kMaxIn * 2;                       // float [2][8][8]: tile row sums by part
+  static constexpr int kRed = kRows + 2 * 8 * 8 * 4;                  // float [8] block reductions
+  static constexpr int kHeads = kRed + 8 * 4;                         // bf16 [kMaxGroup + 2][kMaxD]: q heads, k, v
+  static constexpr int kQ = kHeads + (kMaxGroup + 2) * kMaxD * 2;     // float [kMaxGroup][kMaxD]: roped q
+  static constexpr int kKV = kQ + kMaxGroup * kMaxD * 4;              // float [2][kMaxD]: the new k, v
+  static constexpr int kP = kKV + 2 * kMaxD * 4;                      // float [kMaxGroup][kPageKeys]
+  static constexpr int kML = kP + kMaxGroup * kPageKeys * 4;          // float [2][kMaxGroup]: max, sum
+  static constexpr int kAcc = kML + 2 * kMaxGroup * 4;                // float [8 warps][kMaxGroup * kMaxD]
+  static constexpr int kBars = kAcc + kConsumerWarps * kMaxGroup * kMaxD * 4;  // u64 [2][kStages]
+  // kHeads .. kBars: the attention area, reused by stage_attention for split partials
+  static constexpr int kAttentionBytes = kBars - kHeads;
+  static constexpr int kMisc = kBars + 2 * kStages * 8;               // int [4]
+  static constexpr int kTotal = kMisc + 16;
+};
+static_assert(SmemLayout::kBars % 8 == 0, "mbarriers are 8-byte aligned");
+
+// done[k] += 1, ordered after every store the block made before (the
+// consumers' barrier makes them this thread's, the release publishes them).
+__device__ __forceinline__ void arrive_release(unsigned* counter) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
+}
+
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory"); }
+
+__device__ __forceinline__ int op_kind(int k, int n_layers) {
+  return k == kOpsPerLayer * n_layers ? kOpLmHead : k % kOpsPerLayer;
+}
+
+// Rows per tile for an input of `in` values: the most of 8, 4, 2, 1 whose
+// tile fits a stage.
+__device__ __forceinline__ int tile_rows(int in) {
+  int r = 8;
+  while (r > 1 && r * in * 2 > kStageBytes) r /= 2;
+  return r;
+}
+
+struct Gemv {
+  const bf16* w;
+  int out, in, rows, tiles;  // gate|up: out = I (row pairs), tiles of rows / 2 pairs
+  bool pairs;
+};
+
+__device__ __forceinline__ Gemv gemv_of(const Params& p, int k) {
+  const int kind = op_kind(k, p.n_layers);
+  const Layer* L = kind == kOpLmHead ? nullptr : &p.layers[k / kOpsPerLayer];
+  Gemv g{};
+  switch (kind) {
+    case kOpQkv: g = {L->qkv, (p.heads + 2 * p.kv_heads) * p.D, p.H, 0, 0, false}; break;
+    case kOpO: g = {L->o, p.H, p.heads * p.D, 0, 0, false}; break;
+    case kOpGateUp: g = {L->gate_up, p.I, p.H, 0, 0, true}; break;
+    case kOpDown: g = {L->down, p.H, p.I, 0, 0, false}; break;
+    default: g = {p.lm_head, p.V, p.H, 0, 0, false}; break;
+  }
+  g.rows = tile_rows(g.in);
+  const int per_tile = g.pairs ? g.rows / 2 : g.rows;
+  g.tiles = (g.out + per_tile - 1) / per_tile;
+  return g;
+}
+
+__device__ __forceinline__ float bf16_round(float v) { return round_to(v, kRoundBF16); }
+
+// kPer consecutive bf16 values (kPer * 2 bytes, aligned) as floats.
+template <int kPer> __device__ __forceinline__ void load_vec_bf16(const bf16* p, float (&out)[kPer]) {
+  static_assert(kPer == 2 || kPer == 4, "4- or 8-byte loads");
+  if constexpr (kPer == 4) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    out[0] = bf16_bits_to_float(static_cast<uint16_t>(u.x & 0xffffu));
+    out[1] = bf16_bits_to_float(static_cast<uint16_t>(u.x >> 16));
+    out[2] = bf16_bits_to_float(static_cast<uint16_t>(u.y & 0xffffu));
+    out[3] = bf16_bits_to_float(static_cast<uint16_t>(u.y >> 16));
+  } else {
+    const uint32_t u = *reinterpret_cast<const uint32_t*>(p);
+    out[0] = bf16_bits_to_float(static_cast<uint16_t>(u & 0xffffu));
+    out[1] = bf16_bits_to_float(static_cast<uint16_t>(u >> 16));
+  }
+}
+
+// ---- the producer --------------------------------------------------------------
+// The attention items of a step: (kv head g, page `split` of the sequence),
+// item = split * kv_heads + g, block b taking items b, b + G, ...
+__device__ __forceinline__ int attention_splits(const Params& p) {
+  const int len = p.seq_lens[0];
+  return min((len + kPageKeys - 1) / kPageKeys, p.max_splits);
+}
+
+__device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, uint64_t* empty) {
+  const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+  const int n_ops = kOpsPerLayer * p.n_layers + 1;
+  int i = 0;
+  auto next_stage = [&]() {
+    const int s = i % p.stages, use = i / p.stages;
+    if (use > 0) mbarrier_wait(&empty[s], (use - 1) & 1);
+    ++i;
+    return s;
+  };
+  const int nsplit = attention_splits(p);
+  for (int k = 0; k < n_ops; ++k) {
+    if (op_kind(k, p.n_layers) == kOpAttention) {  // the items' K and V pages, one stage each
+      const Layer& L = p.layers[k / kOpsPerLayer];
+      const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
+      for (int item = b; item < nsplit * p.kv_heads; item += G) {
+        const int split = item / p.kv_heads, g = item % p.kv_heads;
+        const int64_t base = (static_cast<int64_t>(p.block_table[split]) * p.kv_heads + g) * kPageKeys * p.D;
+        for (int kv = 0; kv < 2; ++kv) {
+          const int s = next_stage();
+          mbarrier_arrive_expect_tx(&full[s], bytes);
+          bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
+        }
+      }
+      continue;
+    }
+    const Gemv g = gemv_of(p, k);
+    const int64_t row_bytes = static_cast<int64_t>(g.in) * 2;
+    for (int t = b; t < g.tiles; t += G) {
+      const int s = next_stage();
+      unsigned char* dst = ring + s * kStageBytes;
+      if (g.pairs) {
+        const int half = g.rows / 2, c0 = t * half, n = min(half, g.out - c0);
+        const uint32_t bytes = static_cast<uint32_t>(n * row_bytes);
+        mbarrier_arrive_expect_tx(&full[s], 2 * bytes);
+        bulk_copy_to_shared(dst, g.w + static_cast<int64_t>(c0) * g.in, bytes, &full[s]);
+        bulk_copy_to_shared(dst + half * row_bytes, g.w + static_cast<int64_t>(g.out + c0) * g.in, bytes, &full[s]);
+      } else {
+        const int r0 = t * g.rows, n = min(g.rows, g.out - r0);
+        const uint32_t bytes = static_cast<uint32_t>(n * row_bytes);
+        mbarrier_arrive_expect_tx(&full[s], bytes);
+        bulk_copy_to_shared(dst, g.w + static_cast<int64_t>(r0) * g.in, bytes, &full[s]);
+      }
+    }
+  }
+}
+
+// ---- the consumers: staging --------------------------------------------------
+// Sum of the 256 consumer threads' v (every consumer gets it; warp sums
+// added in warp order).
+__device__ __forceinline__ float consumers_sum(float v, float* red) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  v = warp_sum(v);
+  if (lane == 0) red[warp] = v;
+  consumers_sync();
+  float total = 0;
+#pragma unroll
+  for (int w = 0; w < kConsumerWarps; ++w) total += red[w];
+  consumers_sync();  // red is reused
+  return total;
+}
+
+// xs = round(w * round(x / rms(x))) for x of n values (n % 8 == 0, n <= kMaxIn).
+__device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16* xs, float* red) {
+  constexpr int kMaxVec = kMaxIn / 8 / kConsumers;
+  const int tid = threadIdx.x, nv = n / 8;
+  uint4 xv[kMaxVec], wv[kMaxVec];
+#pragma unroll
+  for (int j = 0; j < kMaxVec; ++j) {  // every load in flight at once
+    const int v = tid + j * kConsumers;
+    if (v < nv) {
+      xv[j] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+      wv[j] = __ldg(reinterpret_cast<const uint4*>(w) + v);
+    }
+  }
+  float ss = 0;
+#pragma unroll
+  for (int j = 0; j < kMaxVec; ++j) {
+    const int v = tid + j * kConsumers;
+    if (v < nv) {
+      const bf16* e = reinterpret_cast<const bf16*>(&xv[j]);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const float f = load(e + q);
+        ss += f * f;
+      }
+    }
+  }
+  const float inv = 1.0f / sqrtf(consumers_sum(ss, red) / static_cast<float>(n) + eps);
+#pragma unroll
+  for (int j = 0; j < kMaxVec; ++j) {
+    const int v = tid + j * kConsumers;
+    if (v < nv) {
+      const bf16* xe = reinterpret_cast<const bf16*>(&xv[j]);
+      const bf16* we = reinterpret_cast<const bf16*>(&wv[j]);
+      uint4 o;
+      bf16* oe = reinterpret_cast<bf16*>(&o);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) store(oe + q, bf16_round(load(we + q) * bf16_round(load(xe + q) * inv)));
+      reinterpret_cast<uint4*>(xs)[v] = o;
+    }
+  }
+}
+
+__device__ void stage_plain(const bf16* x, int n, bf16* xs) {
+  for (int v = threadIdx.x; v < n / 8; v += kConsumers)
+    reinterpret_cast<uint4*>(xs)[v] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+}
+
+// ---- the consumers: GEMV tiles -------------------------------------------------
+struct GemvState {
+  int i = 0;                        // the block's running tile count (ring position)
+  unsigned long long best = 0;      // lm_head: this thread's largest argmax key
+};
+
+__device__ __forceinline__ float dot_row(const bf16* wrow, const bf16* x, int nvec, int lane) {
+  const uint4* w4 = reinterpret_cast<const uint4*>(wrow);
+  const uint4* x4 = reinterpret_cast<const uint4*>(x);
+  float acc0 = 0.0f, acc1 = 0.0f;
+  for (int v = lane; v < nvec; v += 32) {
+    const uint4 wv = w4[v], xv = x4[v];
+    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
+    const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 wf = __bfloat1622float2(w2[e]), xf = __bfloat1622float2(x2[e]);
+      acc0 = fmaf(wf.x, xf.x, acc0);
+      acc1 = fmaf(wf.y, xf.y, acc1);
+    }
+  }
+  return warp_sum(acc0 + acc1);
+}
+
+// One output value of a non-pair GEMV: row `row`, sum `acc`.
+__device__ __forceinline__ void gemv_output(const Params& p, int kind, int layer, int row, float acc,
+                                            const bf16* embed_row, GemvState& st) {
+  switch (kind) {
+    case kOpQkv: store(p.qkv + row, acc); break;
+    case kOpO:
+    case kOpDown: {
+      const bf16* res = (kind == kOpO && layer == 0) ? embed_row : p.hidden;
+      const float old = __bfloat162float(__ldcg(res + row));  // written by another SM earlier in the step
+      store(p.hidden + row, bf16_round(bf16_round(acc) + old));
+      break;
+    }
+    default: {  // lm_head
+      const float v = bf16_round(acc);
+      store(p.logits + row, v);
+      st.best = max_u64(st.best, argmax_key(v, row));
+      break;
+    }
+  }
+}
+
+__device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs, const unsigned char* ring,
+                           uint64_t* full, uint64_t* empty, float* rows_smem, const bf16* embed_row, GemvState& st) {
+  const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
+  const int R = g.rows, parts = kConsumerWarps / R;
+  const int r = warp % R, part = warp / R;
+  const int span = g.in / parts, nvec = span / 8;
+  const int half = R / 2;
+  for (int t = b; t < g.tiles; t += G, ++st.i) {
+    const int s = st.i % p.stages;
+    // rows of this tile that exist (the last tile may be short)
+    const int valid = g.pairs ? min(half, g.out - t * half) : min(R, g.out - t * R);
+    const bool mine = g.pairs ? (r % half) < valid : r < valid;
+    mbarrier_wait(&full[s], (st.i / p.stages) & 1);
+    float acc = 0.0f;
+    if (mine) {
+      const bf16* wrow = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + static_cast<int64_t>(r) * g.in + part * span;
+      acc = dot_row(wrow, xs + part * span, nvec, lane);
+    }
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
+    if (parts == 1 && !g.pairs) {
+      if (lane == 0 && mine) gemv_output(p, kind, layer, t * R + r, acc, embed_row, st);
+      continue;
+    }
+    float* rs = rows_smem + (st.i & 1) * 64;  // two buffers: one barrier per tile
+    if (lane == 0) rs[r * 8 + part] = acc;
+    consumers_sync();
+    const int tid = threadIdx.x;
+    if (g.pairs) {
+      if (tid < valid) {
+        float gs = 0.0f, us = 0.0f;
+        for (int q = 0; q < parts; ++q) {
+          gs += rs[tid * 8 + q];
+          us += rs[(tid + half) * 8 + q];
+        }
+        const float gv = bf16_round(gs), uv = bf16_round(us);
+        const float silu = gv / (1.0f + expf(-gv));
+        store(p.act + t * half + tid, bf16_round(bf16_round(silu) * uv));
+      }
+    } else if (tid < valid) {
+      float sum = 0.0f;
+      for (int q = 0; q < parts; ++q) sum += rs[tid * 8 + q];
+      gemv_output(p, kind, layer, t * R + tid, sum, embed_row, st);
+    }
+  }
+}
+
+// ---- the consumers: attention ------------------------------------------------
+// One item: scores of this kv head's query heads against the page's keys
+// (K page in one ring stage, V page in the next), softmax over the page,
+// p . v, written as a split partial (max, sum, acc[D]) per query head; the o
+// projection's staging merges the splits (stage_attention).
+template <int kPer>  // head dims per lane: D = 32 kPer
+__device__ void attention_op(const Params& p, int layer, unsigned char* smem, const unsigned char* ring,
+                             uint64_t* full, uint64_t* empty, GemvState& st) {
+  const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads, group = heads / kvh;
+  const Layer& L = p.layers[layer];
+  bf16* s_heads = reinterpret_cast<bf16*>(smem + SmemLayout::kHeads);
+  float* s_q = reinterpret_cast<float*>(smem + SmemLayout::kQ);
+  float* s_kv = reinterpret_cast<float*>(smem + SmemLayout::kKV);
+  float* s_p = reinterpret_cast<float*>(smem + SmemLayout::kP);
+  float* s_m = reinterpret_cast<float*>(smem + SmemLayout::kML);
+  float* s_l = s_m + kMaxGroup;
+  float* s_acc = reinterpret_cast<float*>(smem + SmemLayout::kAcc);
+
+  const int len = p.seq_lens[0], pos = len - 1;
+  const int nsplit = attention_splits(p);
+  const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
+  for (int item = b; item < nsplit * kvh; item += G) {
+    const int split = item / kvh, g = item % kvh, h0 = g * group;
+    const int key0 = split * kPageKeys, nk = min(kPageKeys, len - key0);
+    const bool has_new = pos - key0 < kPageKeys;  // this page holds the new key
+    // this kv head's q heads, its k and v, as the qkv GEMV stored them
+    for (int v = tid; v < (group + 2) * D / 8; v += kConsumers) {
+      const int hh = v * 8 / D, d = v * 8 % D;
+      const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
+      reinterpret_cast<uint4*>(s_heads)[v] =
+          __ldcg(reinterpret_cast<const uint4*>(p.qkv + static_cast<int64_t>(src_head) * D + d));
+    }
+    consumers_sync();
+    for (int task = warp; task < group + (has_new ? 1 : 0); task += kConsumerWarps) {
+      const bf16* src = s_heads + task * D;
+      const bf16* w = task < group ? L.q_norm : L.k_norm;
+      float* dst = task < group ? s_q + task * kMaxD : s_kv;
+      norm_rope_head_regs<kPer>(src, w, p.rope, rc, lane, [&](int i, float v) { dst[i] = stored_as<bf16>(v); });
+    }
+    if (has_new)
+      for (int d = tid; d < D; d += kConsumers) s_kv[kMaxD + d] = load(s_heads + (group + 1) * D + d);
+    consumers_sync();
+    if (has_new) {  // the cache write: exactly one item per kv head holds pos
+      const int64_t at = (static_cast<int64_t>(p.block_table[split]) * kvh + g) * kPageKeys * D +
+                         static_cast<int64_t>(pos - key0) * D;
+      for (int d = tid; d < D; d += kConsumers) {
+        store(L.k_pool + at + d, s_kv[d]);
+        store(L.v_pool + at + d, s_kv[kMaxD + d]);
+      }
+    }
+    const int sk = st.i % p.stages, pk = (st.i / p.stages) & 1;
+    ++st.i;
+    const int sv = st.i % p.stages, pv = (st.i / p.stages) & 1;
+    ++st.i;
+    // scores: warp w takes keys w, w + 8, ...; lane holds dims [lane kPer, +kPer).
+    // The page's slot pos (if here) is stale in the copy: the new key comes
+    // from s_kv; slots past the sequence are never read.
+    mbarrier_wait(&full[sk], pk);
+    const bf16* kpage = reinterpret_cast<const bf16*>(ring + sk * kStageBytes);
+    float kr[kKeysPerWarp][kPer];
+#pragma unroll
+    for (int i = 0; i < kKeysPerWarp; ++i) {
+      const int j = warp + i * kConsumerWarps;
+      if (j < nk && key0 + j == pos) {
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) kr[i][e] = s_kv[lane * kPer + e];
+      } else if (j < nk) {
+        load_vec_bf16<kPer>(kpage + j * D + lane * kPer, kr[i]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) kr[i][e] = 0.0f;
+      }
+    }
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(&empty[sk]);
+    for (int gg = 0; gg < group; ++gg) {
+      float q[kPer];
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) q[e] = s_q[gg * kMaxD + lane * kPer + e];
+#pragma unroll
+      for (int i = 0; i < kKeysPerWarp; ++i) {
+        float sc = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) sc = fmaf(q[e], kr[i][e], sc);
+        sc = warp_sum(sc);
+        const int j = warp + i * kConsumerWarps;
+        if (lane == 0) s_p[gg * kPageKeys + j] = j < nk ? sc * p.scale : -INFINITY;
+      }
+    }
+    consumers_sync();
+    if (warp < group) {  // softmax over the page, one warp per head
+      const float a = s_p[warp * kPageKeys + lane], c = s_p[warp * kPageKeys + lane + 32];
+      const float m = warp_max(fmaxf(a, c));  // finite: key0 is visible
+      const float ea = expf(a - m), ec = expf(c - m);
+      const float l = warp_sum(ea + ec);
+      s_p[warp * kPageKeys + lane] = bf16_round(ea);
+      s_p[warp * kPageKeys + lane + 32] = bf16_round(ec);
+      if (lane == 0) {
+        s_m[warp] = m;
+        s_l[warp] = l;
+      }
+    }
+    consumers_sync();
+    // p . v over the same keys per warp, then the warps' sums meet in shared memory
+    mbarrier_wait(&full[sv], pv);
+    const bf16* vpage = reinterpret_cast<const bf16*>(ring + sv * kStageBytes);
+    float vr[kKeysPerWarp][kPer];
+#pragma unroll
+    for (int i = 0; i < kKeysPerWarp; ++i) {
+      const int j = warp + i * kConsumerWarps;
+      if (j < nk && key0 + j == pos) {
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) vr[i][e] = s_kv[kMaxD + lane * kPer + e];
+      } else if (j < nk) {
+        load_vec_bf16<kPer>(vpage + j * D + lane * kPer, vr[i]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) vr[i][e] = 0.0f;  // p is 0 there too
+      }
+    }
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(&empty[sv]);
+    for (int gg = 0; gg < group; ++gg) {
+      float acc[kPer];
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) acc[e] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kKeysPerWarp; ++i) {
+        const float pj = s_p[gg * kPageKeys + warp + i * kConsumerWarps];
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) acc[e] = fmaf(pj, vr[i][e], acc[e]);
+      }
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) s_acc[(warp * kMaxGroup + gg) * kMaxD + lane * kPer + e] = acc[e];
+    }
+    consumers_sync();
+    float* part = p.partial + (static_cast<int64_t>(g) * p.max_splits + split) * group * (D + 2);
+    for (int idx = tid; idx < group * D; idx += kConsumers) {
+      const int gg = idx / D, d = idx % D;
+      float a = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kConsumerWarps; ++w) a += s_acc[(w * kMaxGroup + gg) * kMaxD + d];
+      float* pp = part + gg * (D + 2);
+      if (d == 0) {
+        pp[0] = s_m[gg];
+        pp[1] = s_l[gg];
+      }
+      pp[2 + d] = a;
+    }
+    consumers_sync();  // shared memory is reused by the next item
+  }
+}
+
+// The o projection's input: the attention output of every head, merged
+// from the split partials, out = sum_q acc_q e^(m_q - M) / sum_q l_q e^(m_q - M)
+// (M = max_q m_q), rounded to bf16. In passes of 2048 outputs (8 per
+// thread), the passes' partials come into shared memory (the attention
+// area) a chunk of splits at a time, one round trip each; chunks after the
+// first (long contexts) merge into the running result.
+__device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) {
+  constexpr int kPerThread = 8, kPass = kPerThread * kConsumers;
+  const int tid = threadIdx.x;
+  const int D = p.D, heads = p.heads, group = heads / p.kv_heads;
+  const int nsplit = attention_splits(p);
+  float* s_part = reinterpret_cast<float*>(smem + SmemLayout::kHeads);
+  const int pass_heads = kPass / D;
+  const int chunk = min(nsplit, SmemLayout::kAttentionBytes / 4 / (pass_heads * (D + 2)));
+  for (int h_begin = 0; h_begin < heads; h_begin += pass_heads) {
+    const int nh = min(pass_heads, heads - h_begin);
+    float M[kPerThread], Lsum[kPerThread], A[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      M[j] = -INFINITY;
+      Lsum[j] = 0.0f;
+      A[j] = 0.0f;
+    }
+    for (int q0 = 0; q0 < nsplit; q0 += chunk) {
+      const int nq = min(chunk, nsplit - q0);
+      // s_part[(hh nq + q)][D + 2] <- partial[g][q0 + q][gg][D + 2] of head h_begin + hh
+      const int run = nq * (D + 2);
+      for (int e = tid; e < nh * run; e += kConsumers) {
+        const int hh = e / run, r = e % run, q = r / (D + 2), x = r % (D + 2);
+        const int h = h_begin + hh, g = h / group, gg = h % group;
+        s_part[e] = __ldcg(p.partial + ((static_cast<int64_t>(g) * p.max_splits + q0 + q) * group + gg) * (D + 2) + x);
+      }
+      consumers_sync();
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int idx = tid + j * kConsumers;  // within the pass
+        if (idx < nh * D) {
+          const int hh = idx / D, d = idx % D;
+          const float* base = s_part + hh * run;
+          float mx = -INFINITY;
+          for (int q = 0; q < nq; ++q) mx = fmaxf(mx, base[q * (D + 2)]);
+          float sum = 0.0f, a = 0.0f;
+          for (int q = 0; q < nq; ++q) {
+            const float* pq = base + q * (D + 2);
+            const float w = expf(pq[0] - mx);
+            sum += pq[1] * w;
+            a = fmaf(pq[2 + d], w, a);
+          }
+          if (q0 == 0) {
+            M[j] = mx;
+            Lsum[j] = sum;
+            A[j] = a;
+          } else {
+            const float m_new = fmaxf(M[j], mx), c_old = expf(M[j] - m_new), c_chunk = expf(mx - m_new);
+            Lsum[j] = Lsum[j] * c_old + sum * c_chunk;
+            A[j] = A[j] * c_old + a * c_chunk;
+            M[j] = m_new;
+          }
+        }
+      }
+      consumers_sync();  // s_part is rewritten next
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int idx = tid + j * kConsumers;
+      if (idx < nh * D) store(xs + h_begin * D + idx, A[j] / Lsum[j]);
+    }
+  }
+}
+
+// ---- the kernel ------------------------------------------------------------------
+__global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* ring = smem;
+  bf16* xs = reinterpret_cast<bf16*>(smem + SmemLayout::kX);
+  float* rows_smem = reinterpret_cast<float*>(smem + SmemLayout::kRows);
+  float* red = reinterpret_cast<float*>(smem + SmemLayout::kRed);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + SmemLayout::kBars);
+  uint64_t* empty = full + kStages;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const unsigned G = gridDim.x;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], kConsumerWarps);
+    }
+    mbarrier_fence_init();
+  }
+  __syncthreads();
+
+  if (warp == kConsumerWarps) {
+    if (lane == 0) produce(p, ring, full, empty);
+    return;
+  }
+
+  const int n_ops = kOpsPerLayer * p.n_layers + 1;
+  const bf16* embed_row = p.embed + static_cast<int64_t>(p.ids[0]) * p.H;
+  GemvState st;
+  for (int k = 0; k < n_ops; ++k) {
+    if (k > 0 && threadIdx.x == 0)
+      while (load_acquire_gpu(&p.done[k - 1]) < G) {
+      }
+    consumers_sync();
+    if (p.trace && blockIdx.x == 0 && threadIdx.x == 0) g_trace[2 * k] = global_timer();
+    const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
+    if (kind == kOpAttention) {
+      if (p.D == 128) attention_op<4>(p, layer, smem, ring, full, empty, st);
+      else attention_op<2>(p, layer, smem, ring, full, empty, st);
+    } else {
+      const Layer* L = kind == kOpLmHead ? nullptr : &p.layers[layer];
+      switch (kind) {
+        case kOpQkv: stage_norm(layer == 0 ? embed_row : p.hidden, L->input_norm, p.H, p.eps, xs, red); break;
+        case kOpO: stage_attention(p, xs, smem); break;
+        case kOpGateUp: stage_norm(p.hidden, L->post_norm, p.H, p.eps, xs, red); break;
+        case kOpDown: stage_plain(p.act, p.I, xs); break;
+        default: stage_norm(p.hidden, p.final_norm, p.H, p.eps, xs, red); break;
+      }
+      consumers_sync();
+      gemv_tiles(p, k, gemv_of(p, k), xs, ring, full, empty, rows_smem, embed_row, st);
+    }
+    consumers_sync();  // every output of this block's part of op k is stored
+    if (p.trace && blockIdx.x == 0 && threadIdx.x == 0) g_trace[2 * k + 1] = global_timer();
+    if (threadIdx.x == 0) arrive_release(&p.done[k]);
+  }
+  // argmax: the block's largest key, then across blocks
+  for (int o = 16; o > 0; o >>= 1) st.best = max_u64(st.best, shfl_xor_u64(st.best, o));
+  if (lane == 0 && st.best != 0) atomicMax(p.best, st.best);
+  consumers_sync();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(p.exit_count, 1u) == G - 1) {  // the last block: every other one is done
+      __threadfence();
+      const unsigned long long best = atomicExch(p.best, 0ull);
+      *p.next = argmax_key_index(best);
+      for (int k = 0; k < n_ops; ++k) p.done[k] = 0;
+      *p.exit_count = 0;
+    }
+  }
+}
+
+template <typename T> const T* ptr(const Tensor* t) { return static_cast<const T*>(t->raw_data()); }
+template <typename T> T* mut(Tensor* t) { return static_cast<T*>(t->mutable_raw_data()); }
+
+struct DeviceInfo {
+  bool ok = false;
+  int sms = 0;
+  std::string why;
+};
+
+DeviceInfo device_info(int dev) {
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  static DeviceInfo info[kMaxDevices];
+  if (dev < 0 || dev >= kMaxDevices) return {false, 0, "device index out of range"};
+  std::call_once(once[dev], [dev] {
+    DeviceInfo& d = info[dev];
+    int major = 0, coop = 0, smem = 0;
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute");
+    check(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "cudaDeviceGetAttribute");
+    check(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
+    check(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+    if (major < 9) d.why = "needs sm_90 or newer (bulk copies, mbarriers)";
+    else if (!coop) d.why = "the device has no cooperative launch";
+    else if (smem < SmemLayout::kTotal) d.why = "the device has too little shared memory per block";
+    else {
+      int cur = 0;
+      check(cudaGetDevice(&cur), "cudaGetDevice");
+      check(cudaSetDevice(dev), "cudaSetDevice");
+      check(cudaFuncSetAttribute(decode_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SmemLayout::kTotal),
+            "cudaFuncSetAttribute");
+      int per_sm = 0;
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel, kThreads, SmemLayout::kTotal),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      check(cudaSetDevice(cur), "cudaSetDevice");
+      if (per_sm < 1) d.why = "the kernel does not fit an SM";
+      else d.ok = true;
+    }
+  });
+  return info[dev];
+}
+
+// Scratch layout (F32 elements): done [n_ops], exit [1], pad to 8 bytes,
+// best (2 elements), partials.
+struct ScratchLayout {
+  int64_t done, exit, best, partial, total;
+  ScratchLayout(int64_t n_layers, int64_t kv_heads, int64_t heads, int64_t D, int64_t max_splits) {
+    (void)kv_heads;
+    done = 0;
+    exit = done + kOpsPerLayer * n_layers + 1;
+    best = (exit + 1 + 1) / 2 * 2;
+    partial = best + 2;
+    total = partial + max_splits * heads * (D + 2);
+  }
+};
+
+int64_t max_splits_for(int64_t max_seq_len) { return (max_seq_len + kPageKeys - 1) / kPageKeys; }
+
+int g_trace_layers = 0;
+void print_trace() {
+  const int n_ops = kOpsPerLayer * g_trace_layers + 1;
+  unsigned long long t[2 * kMaxOps] = {};
+  if (cudaMemcpyFromSymbol(t, g_trace, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess) return;
+  const char* names[] = {"qkv", "attention", "o", "gate_up", "down", "lm_head"};
+  double busy[6] = {}, gap[6] = {};
+  for (int k = 0; k < n_ops; ++k) {
+    const int kind = k == n_ops - 1 ? kOpLmHead : k % kOpsPerLayer;
+    busy[kind] += static_cast<double>(t[2 * k + 1] - t[2 * k]) / 1e3;
+    if (k + 1 < n_ops) gap[kind] += static_cast<double>(t[2 * k + 2] - t[2 * k + 1]) / 1e3;
+  }
+  std::fprintf(stderr, "persistent decode step trace (block 0, last step): %.1f us from op 0 to the end\n",
+               static_cast<double>(t[2 * n_ops - 1] - t[0]) / 1e3);
+  for (int i = 0; i < 6; ++i)
+    std::fprintf(stderr, "  %-10s block 0 busy %8.1f us, then waiting for the others %8.1f us\n", names[i], busy[i], gap[i]);
+}
+
+}  // namespace
+
+int64_t decode_step_scratch_elems(int64_t n_layers, int64_t kv_heads, int64_t heads, int64_t head_dim,
+                                  int64_t max_seq_len) {
+  return ScratchLayout(n_layers, kv_heads, heads, head_dim, max_splits_for(max_seq_len)).total;
+}
+
+bool decode_step_device_ok(int device, std::string* why) {
+#if defined(HIPFORMERS_EMULATE_WAVE64)
+  if (why) *why = "not in wave64-emulation builds";
+  return false;
+#else
+  const DeviceInfo d = device_info(device);
+  if (!d.ok && why) *why = d.why;
+  return d.ok;
+#endif
+}
+
+int decode_step_max_layers() { return kMaxLayers; }
+int decode_step_max_input() { return kMaxIn; }
+
+void decode_step_launch(const DecodeStepArgs& a) {
+  const int dev = a.hidden->device().index;
+  const DeviceInfo d = device_info(dev);
+  if (!d.ok) throw_error(ErrorKind::kUnsupported, "persistent decode step: " + d.why);
+  Params p{};
+  const int64_t H = a.hidden->shape().dims().back();
+  const int64_t n_layers = static_cast<int64_t>(a.layers.size());
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    const DecodeStepLayer& s = a.layers[l];
+    Layer& L = p.layers[l];
+    L.input_norm = ptr<bf16>(s.input_norm);
+    L.qkv = ptr<bf16>(s.qkv_proj);
+    L.q_norm = s.q_norm && s.q_norm->defined() ? ptr<bf16>(s.q_norm) : nullptr;
+    L.k_norm = s.k_norm && s.k_norm->defined() ? ptr<bf16>(s.k_norm) : nullptr;
+    L.o = ptr<bf16>(s.o_proj);
+    L.post_norm = ptr<bf16>(s.post_attention_norm);
+    L.gate_up = ptr<bf16>(s.gate_up_proj);
+    L.down = ptr<bf16>(s.down_proj);
+    L.k_pool = static_cast<bf16*>(const_cast<void*>(s.cache->k.raw_data()));
+    L.v_pool = static_cast<bf16*>(const_cast<void*>(s.cache->v.raw_data()));
+  }
+  p.embed = ptr<bf16>(a.embed_tokens);
+  p.final_norm = ptr<bf16>(a.final_norm);
+  p.lm_head = ptr<bf16>(a.lm_head);
+  p.ids = ptr<int32_t>(a.ids);
+  p.seq_lens = ptr<int32_t>(&a.batch->seq_lens);
+  p.block_table = ptr<int32_t>(&a.batch->block_table);
+  p.hidden = mut<bf16>(a.hidden);
+  p.qkv = mut<bf16>(a.qkv);
+  p.act = mut<bf16>(a.act);
+  p.logits = mut<bf16>(a.logits);
+  p.next = mut<int32_t>(a.next);
+  p.n_layers = static_cast<int>(n_layers);
+  p.H = static_cast<int>(H);
+  p.I = static_cast<int>(a.act->shape().dims().back());
+  p.V = static_cast<int>(a.logits->shape().dims().back());
+  p.heads = static_cast<int>(a.heads);
+  p.kv_heads = static_cast<int>(a.kv_heads);
+  p.D = static_cast<int>(a.head_dim);
+  const int64_t max_seq_len = a.batch->block_table.shape().dims().back() * kKVPageSize;
+  p.max_splits = static_cast<int>(max_splits_for(max_seq_len));
+  const ScratchLayout sl(n_layers, a.kv_heads, a.heads, a.head_dim, p.max_splits);
+  if (a.scratch->numel() < sl.total) throw_invalid("persistent decode step: the scratch is too small");
+  float* scratch = mut<float>(a.scratch);
+  p.done = reinterpret_cast<unsigned*>(scratch + sl.done);
+  p.exit_count = reinterpret_cast<unsigned*>(scratch + sl.exit);
+  p.best = reinterpret_cast<unsigned long long*>(scratch + sl.best);
+  p.partial = scratch + sl.partial;
+  p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
+  p.eps = static_cast<float>(a.eps);
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+  static const bool trace = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_TRACE");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (trace) {
+    static std::once_flag once;
+    g_trace_layers = p.n_layers;
+    std::call_once(once, [] { std::atexit(print_trace); });
+  }
+  p.trace = trace ? 1 : 0;
+  static const int stages = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_STAGES");
+    const int n = v ? std::atoi(v) : kStages;
+    return n >= 2 && n <= kStages ? n : kStages;
+  }();
+  p.stages = stages;
+
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(d.sms));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = SmemLayout::kTotal;
+  config.stream = stream_for(dev);
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;  // every block resident at once: they wait on each other
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, decode_step_kernel, p), "cudaLaunchKernelEx (persistent decode step)");
+}
+
+}  // namespace hipformers::kernels::gpu

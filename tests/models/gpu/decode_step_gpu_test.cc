@@ -1,0 +1,169 @@
+// The persistent one-sequence decode step (kernels/decode_step.h) against
+// the per-kernel step it replaces (HIPFORMERS_PERSISTENT_DECODE=0), which
+// the batch-step and GPU kernel tests check against the CPU reference:
+// logits of every decode step to bf16 rounding, the fused argmax exactly,
+// greedy tokens, the split-K merge across pages (contexts past 64 and 128
+// keys), q/k norm present and absent, head_dim 64 and 128, grouped query
+// heads, a vocabulary that is not a multiple of the tile, and steps whose
+// token comes from the previous step's argmax on the device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "hipformers/core/error.h"
+#include "hipformers/models/batch_step.h"
+#include "hipformers/models/causal_lm.h"
+#include "hipformers/models/paged_kv_cache.h"
+#include "hipformers/runtime/device.h"
+#include "tiny_model.h"
+
+namespace hipformers {
+namespace {
+
+using testing::TinySpec;
+
+bool have_gpu() { return gpu_count() > 0; }
+
+// Projections scaled to keep activations near unit size (the tiny models'
+// N(0, 0.3) weights grow them by 0.3 sqrt(in) per layer).
+testing::TinyWeights unit_scale_weights(const TinySpec& spec, unsigned seed) {
+  testing::TinyWeights w = testing::tiny_weights(spec, seed);
+  for (auto& [name, sv] : w) {
+    if (sv.first.size() != 2 || name.find("embed_tokens") != std::string::npos) continue;
+    const float scale = 1.0f / (0.3f * std::sqrt(static_cast<float>(sv.first[1])));
+    for (float& v : sv.second) v *= scale;
+  }
+  return w;
+}
+
+struct Run {
+  std::vector<std::vector<float>> logits;  // per decode step
+  std::vector<int32_t> next;               // the step's argmax (ws.next)
+};
+
+// Prefill `prompt`, then `steps` greedy decode steps; from step `chain_from`
+// on, the token comes from the previous step's argmax on the device.
+Run decode(const CausalLM& model, const std::vector<int32_t>& prompt, int steps, int chain_from, const char* mode) {
+  ::setenv("HIPFORMERS_PERSISTENT_DECODE", mode, 1);
+  const int64_t total = static_cast<int64_t>(prompt.size()) + steps;
+  PagedKVCache cache(model, PagedKVCache::pages_for(total) + 2);
+  (void)cache.allocate(2);  // so the sequence does not start at page 0
+  const std::vector<int32_t> pages = cache.allocate(PagedKVCache::pages_for(total));
+  StepWorkspace ws(model, static_cast<int64_t>(prompt.size()), 1, total);
+  const SequenceStep prefill[] = {{prompt, 0, pages}};
+  model.prepare_step(ws, cache, prefill);
+  model.forward_step(ws, cache, true);
+  int32_t token = ws.next_ids()[0];
+  Run run;
+  for (int s = 0; s < steps; ++s) {
+    const bool chained = s >= chain_from;
+    const int32_t fed = chained ? 0 : token;  // chained steps must ignore the prepared id
+    const SequenceStep step[] = {{std::span<const int32_t>(&fed, 1), static_cast<int64_t>(prompt.size()) + s, pages}};
+    model.prepare_step(ws, cache, step);
+    model.forward_step(ws, cache, true, chained);
+    run.logits.push_back(ws.logits_row_host(0));
+    token = ws.next_ids()[0];
+    run.next.push_back(token);
+  }
+  ::unsetenv("HIPFORMERS_PERSISTENT_DECODE");
+  return run;
+}
+
+void expect_persistent_matches(const TinySpec& spec, const std::string& name, int prompt_len, int steps) {
+  const auto dir = testing::write_tiny_model(name, spec, unit_scale_weights(spec, 11));
+  ModelLoadOptions options;
+  options.dtype = DType::kBF16;
+  options.device = Device::gpu(0);
+  const CausalLM model = CausalLM::from_pretrained(dir, options);
+  std::vector<int32_t> prompt(static_cast<std::size_t>(prompt_len));
+  for (int i = 0; i < prompt_len; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % spec.vocab);
+
+  const Run fast = decode(model, prompt, steps, steps / 2, "require");
+  const Run ref = decode(model, prompt, steps, steps / 2, "0");
+  ASSERT_EQ(fast.logits.size(), ref.logits.size());
+  for (std::size_t s = 0; s < fast.logits.size(); ++s) {
+    const std::vector<float>& a = fast.logits[s];
+    const std::vector<float>& b = ref.logits[s];
+    ASSERT_EQ(a.size(), b.size());
+    float diff = 0, scale = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(a[i])) << name << " step " << s << " logit " << i;
+      diff = std::max(diff, std::fabs(a[i] - b[i]));
+      scale = std::max(scale, std::fabs(b[i]));
+    }
+    EXPECT_LE(diff, 3e-2f * scale) << name << " step " << s;
+    // the fused argmax is argmax() of the logits it stored (first on ties)
+    EXPECT_EQ(fast.next[s], std::max_element(a.begin(), a.end()) - a.begin()) << name << " step " << s;
+    EXPECT_EQ(fast.next[s], ref.next[s]) << name << " greedy token of step " << s;
+  }
+}
+
+TEST(PersistentDecodeStep, Qwen3HeadDim128MatchesPerKernelStep) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  TinySpec spec;
+  spec.vocab = 1003;  // not a multiple of the 8-row tile
+  spec.hidden = 256;
+  spec.intermediate = 384;
+  spec.layers = 3;
+  spec.heads = 8;
+  spec.kv_heads = 2;
+  spec.head_dim = 128;
+  spec.max_positions = 512;
+  // 120 prompt tokens + 20 steps: the context crosses pages at 128 (splits merge)
+  expect_persistent_matches(spec, "pd_qwen3_128", 120, 20);
+}
+
+TEST(PersistentDecodeStep, LongContextMergesSplitsInChunks) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  TinySpec spec;
+  spec.vocab = 700;
+  spec.hidden = 128;
+  spec.intermediate = 256;
+  spec.layers = 2;
+  spec.heads = 8;
+  spec.kv_heads = 4;
+  spec.head_dim = 128;
+  spec.max_positions = 1024;
+  // 700 keys = 11 pages: the o projection's staging merges them in chunks
+  expect_persistent_matches(spec, "pd_long", 690, 12);
+}
+
+TEST(PersistentDecodeStep, LlamaHeadDim64NoQkNormMatchesPerKernelStep) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  TinySpec spec;
+  spec.model_type = "llama";
+  spec.vocab = 512;
+  spec.hidden = 512;
+  spec.intermediate = 1344;
+  spec.layers = 2;
+  spec.heads = 8;
+  spec.kv_heads = 8;
+  spec.head_dim = 64;
+  spec.max_positions = 512;
+  expect_persistent_matches(spec, "pd_llama_64", 30, 50);
+}
+
+TEST(PersistentDecodeStep, RequiredButUnsupportedIsAClearError) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  TinySpec spec;  // head_dim 16: not a size the persistent step takes
+  const auto dir = testing::write_tiny_model("pd_unsupported", spec, unit_scale_weights(spec, 3));
+  ModelLoadOptions options;
+  options.dtype = DType::kBF16;
+  options.device = Device::gpu(0);
+  const CausalLM model = CausalLM::from_pretrained(dir, options);
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  try {
+    (void)decode(model, prompt, 2, 2, "require");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim"), std::string::npos) << e.what();
+  }
+  ::unsetenv("HIPFORMERS_PERSISTENT_DECODE");
+}
+
+}  // namespace
+}  // namespace hipformers
