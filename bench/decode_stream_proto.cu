@@ -18,9 +18,9 @@
 // and without the dependency waits, and the first op's and the last op's
 // outputs against a plain one-kernel-per-op reference.
 //
-// CUDA sm_90 only (bulk copies, mbarriers). Written on 2026-12-06 when the
-// device tool had no machine left to lend: compiled, not yet run; its
-// numbers go into docs/PERFORMANCE.md once measured.
+// CUDA sm_90 only (bulk copies, mbarriers). Its numbers (H100, 2026-12-06,
+// fourth session) are in docs/PERFORMANCE.md; the runtime's persistent
+// decode step (src/kernels/decode_step_sm90_gpu.cu) grew out of it.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
