@@ -585,11 +585,28 @@ __device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) 
     for (int q0 = 0; q0 < nsplit; q0 += chunk) {
       const int nq = min(chunk, nsplit - q0);
       // s_part[(hh nq + q)][D + 2] <- partial[g][q0 + q][gg][D + 2] of head h_begin + hh
-      const int run = nq * (D + 2);
-      for (int e = tid; e < nh * run; e += kConsumers) {
-        const int hh = e / run, r = e % run, q = r / (D + 2), x = r % (D + 2);
-        const int h = h_begin + hh, g = h / group, gg = h % group;
-        s_part[e] = __ldcg(p.partial + ((static_cast<int64_t>(g) * p.max_splits + q0 + q) * group + gg) * (D + 2) + x);
+      // As float pairs (D + 2 is even: a pair never straddles two rows), up
+      // to kBatch loads in flight per thread before any is stored: a loop
+      // of load-then-store would wait one L2 round trip per element.
+      const int run = nq * (D + 2), pairs = nh * run / 2;
+      constexpr int kBatch = 16;
+      for (int e0 = tid; e0 < pairs; e0 += kBatch * kConsumers) {
+        float2 v[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int e = 2 * (e0 + u * kConsumers);
+          if (e >= 2 * pairs) break;
+          const int hh = e / run, r = e % run, q = r / (D + 2), x = r % (D + 2);
+          const int h = h_begin + hh, g = h / group, gg = h % group;
+          v[u] = __ldcg(reinterpret_cast<const float2*>(
+              p.partial + ((static_cast<int64_t>(g) * p.max_splits + q0 + q) * group + gg) * (D + 2) + x));
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int e = e0 + u * kConsumers;
+          if (e >= pairs) break;
+          reinterpret_cast<float2*>(s_part)[e] = v[u];
+        }
       }
       consumers_sync();
 #pragma unroll
