@@ -97,14 +97,19 @@ struct Params {
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
   int stages;  // ring stages in use (<= kStages; HIPFORMERS_PERSISTENT_STAGES, an A/B switch)
-  int trace;  // HIPFORMERS_PERSISTENT_TRACE: block 0 records when each op starts and ends (g_trace)
 };
 
-// A developer tool: with HIPFORMERS_PERSISTENT_TRACE set, block 0 stores the
-// global timer when its wait for op k returned (start) and when its share
-// of op k was done (end); printed at exit for the last step.
+// A developer tool: with HIPFORMERS_PERSISTENT_TRACE set, the traced
+// instantiation of the kernel runs (decode_step_kernel<true>), whose block 0
+// stores the global timer when its wait for op k returned (start) and when
+// its share of op k was done (end), and how long it waited on the ring both
+// ways; printed at exit for the last step.
 constexpr int kMaxOps = kMaxLayers * 5 + 1;
 __device__ unsigned long long g_trace[2 * kMaxOps];
+// [2k]: block 0's consumer thread 0 waiting for op k's stages to land (the
+// ring ran empty); [2k + 1]: block 0's producer blocked on a full ring while
+// issuing op k's copies.
+__device__ unsigned long long g_trace_stall[2 * kMaxOps];
 
 __device__ __forceinline__ unsigned long long global_timer() {
   unsigned long long t;
@@ -201,15 +206,26 @@ __device__ __forceinline__ int attention_splits(const Params& p) {
   return min((len + kPageKeys - 1) / kPageKeys, p.max_splits);
 }
 
+template <bool kTrace>
 __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, uint64_t* empty) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int n_ops = kOpsPerLayer * p.n_layers + 1;
   int i = 0;
+  const bool timing = kTrace && b == 0;
+  unsigned long long blocked = 0;
   auto next_stage = [&]() {
     const int s = i % p.stages, use = i / p.stages;
-    if (use > 0) mbarrier_wait(&empty[s], (use - 1) & 1);
+    if (use > 0) {
+      const unsigned long long t0 = timing ? global_timer() : 0;
+      mbarrier_wait(&empty[s], (use - 1) & 1);
+      if (timing) blocked += global_timer() - t0;
+    }
     ++i;
     return s;
+  };
+  auto op_done = [&](int k) {
+    if (timing) g_trace_stall[2 * k + 1] = blocked;
+    blocked = 0;
   };
   const int nsplit = attention_splits(p);
   for (int k = 0; k < n_ops; ++k) {
@@ -225,6 +241,7 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
           bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
         }
       }
+      op_done(k);
       continue;
     }
     const Gemv g = gemv_of(p, k);
@@ -245,6 +262,7 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
         bulk_copy_to_shared(dst, g.w + static_cast<int64_t>(r0) * g.in, bytes, &full[s]);
       }
     }
+    op_done(k);
   }
 }
 
@@ -314,7 +332,18 @@ __device__ void stage_plain(const bf16* x, int n, bf16* xs) {
 struct GemvState {
   int i = 0;                        // the block's running tile count (ring position)
   unsigned long long best = 0;      // lm_head: this thread's largest argmax key
+  bool timing = false;              // kTrace: block 0's thread 0 times its stage waits
+  unsigned long long stall = 0;
 };
+
+// Waits for a ring stage to land (timed for the trace).
+template <bool kTrace>
+__device__ __forceinline__ void wait_stage(uint64_t* full, int s, uint32_t parity, GemvState& st) {
+  if (!kTrace || !st.timing) return mbarrier_wait(&full[s], parity);
+  const unsigned long long t0 = global_timer();
+  mbarrier_wait(&full[s], parity);
+  st.stall += global_timer() - t0;
+}
 
 __device__ __forceinline__ float dot_row(const bf16* wrow, const bf16* x, int nvec, int lane) {
   const uint4* w4 = reinterpret_cast<const uint4*>(wrow);
@@ -355,6 +384,7 @@ __device__ __forceinline__ void gemv_output(const Params& p, int kind, int layer
   }
 }
 
+template <bool kTrace>
 __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs, const unsigned char* ring,
                            uint64_t* full, uint64_t* empty, float* rows_smem, const bf16* embed_row, GemvState& st) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
@@ -369,7 +399,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     // rows of this tile that exist (the last tile may be short)
     const int valid = g.pairs ? min(half, g.out - t * half) : min(R, g.out - t * R);
     const bool mine = g.pairs ? (r % half) < valid : r < valid;
-    mbarrier_wait(&full[s], (st.i / p.stages) & 1);
+    wait_stage<kTrace>(full, s, (st.i / p.stages) & 1, st);
     float acc = 0.0f;
     if (mine) {
       const bf16* wrow = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + static_cast<int64_t>(r) * g.in + part * span;
@@ -409,7 +439,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
 // (K page in one ring stage, V page in the next), softmax over the page,
 // p . v, written as a split partial (max, sum, acc[D]) per query head; the o
 // projection's staging merges the splits (stage_attention).
-template <int kPer>  // head dims per lane: D = 32 kPer
+template <int kPer, bool kTrace>  // head dims per lane: D = 32 kPer
 __device__ void attention_op(const Params& p, int layer, unsigned char* smem, const unsigned char* ring,
                              uint64_t* full, uint64_t* empty, GemvState& st) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
@@ -463,7 +493,7 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
     // scores: warp w takes keys w, w + 8, ...; lane holds dims [lane kPer, +kPer).
     // The page's slot pos (if here) is stale in the copy: the new key comes
     // from s_kv; slots past the sequence are never read.
-    mbarrier_wait(&full[sk], pk);
+    wait_stage<kTrace>(full, sk, pk, st);
     const bf16* kpage = reinterpret_cast<const bf16*>(ring + sk * kStageBytes);
     float kr[kKeysPerWarp][kPer];
 #pragma unroll
@@ -510,7 +540,7 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
     }
     consumers_sync();
     // p . v over the same keys per warp, then the warps' sums meet in shared memory
-    mbarrier_wait(&full[sv], pv);
+    wait_stage<kTrace>(full, sv, pv, st);
     const bf16* vpage = reinterpret_cast<const bf16*>(ring + sv * kStageBytes);
     float vr[kKeysPerWarp][kPer];
 #pragma unroll
@@ -647,6 +677,9 @@ __device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) 
 }
 
 // ---- the kernel ------------------------------------------------------------------
+// kTrace: the HIPFORMERS_PERSISTENT_TRACE build of the kernel (its timers
+// cost registers, so the plain kernel has none).
+template <bool kTrace>
 __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* ring = smem;
@@ -667,23 +700,24 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
   __syncthreads();
 
   if (warp == kConsumerWarps) {
-    if (lane == 0) produce(p, ring, full, empty);
+    if (lane == 0) produce<kTrace>(p, ring, full, empty);
     return;
   }
 
   const int n_ops = kOpsPerLayer * p.n_layers + 1;
   const bf16* embed_row = p.embed + static_cast<int64_t>(p.ids[0]) * p.H;
   GemvState st;
+  st.timing = kTrace && blockIdx.x == 0 && threadIdx.x == 0;
   for (int k = 0; k < n_ops; ++k) {
     if (k > 0 && threadIdx.x == 0)
       while (load_acquire_gpu(&p.done[k - 1]) < G) {
       }
     consumers_sync();
-    if (p.trace && blockIdx.x == 0 && threadIdx.x == 0) g_trace[2 * k] = global_timer();
+    if (st.timing) g_trace[2 * k] = global_timer();
     const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
     if (kind == kOpAttention) {
-      if (p.D == 128) attention_op<4>(p, layer, smem, ring, full, empty, st);
-      else attention_op<2>(p, layer, smem, ring, full, empty, st);
+      if (p.D == 128) attention_op<4, kTrace>(p, layer, smem, ring, full, empty, st);
+      else attention_op<2, kTrace>(p, layer, smem, ring, full, empty, st);
     } else {
       const Layer* L = kind == kOpLmHead ? nullptr : &p.layers[layer];
       switch (kind) {
@@ -694,10 +728,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
         default: stage_norm(p.hidden, p.final_norm, p.H, p.eps, xs, red); break;
       }
       consumers_sync();
-      gemv_tiles(p, k, gemv_of(p, k), xs, ring, full, empty, rows_smem, embed_row, st);
+      gemv_tiles<kTrace>(p, k, gemv_of(p, k), xs, ring, full, empty, rows_smem, embed_row, st);
     }
     consumers_sync();  // every output of this block's part of op k is stored
-    if (p.trace && blockIdx.x == 0 && threadIdx.x == 0) g_trace[2 * k + 1] = global_timer();
+    if (st.timing) {
+      g_trace[2 * k + 1] = global_timer();
+      g_trace_stall[2 * k] = st.stall;
+      st.stall = 0;
+    }
     if (threadIdx.x == 0) arrive_release(&p.done[k]);
   }
   // argmax: the block's largest key, then across blocks
@@ -744,10 +782,11 @@ DeviceInfo device_info(int dev) {
       int cur = 0;
       check(cudaGetDevice(&cur), "cudaGetDevice");
       check(cudaSetDevice(dev), "cudaSetDevice");
-      check(cudaFuncSetAttribute(decode_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SmemLayout::kTotal),
-            "cudaFuncSetAttribute");
+      for (auto kernel : {decode_step_kernel<false>, decode_step_kernel<true>})
+        check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SmemLayout::kTotal),
+              "cudaFuncSetAttribute");
       int per_sm = 0;
-      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel, kThreads, SmemLayout::kTotal),
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel<true>, kThreads, SmemLayout::kTotal),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
       check(cudaSetDevice(cur), "cudaSetDevice");
       if (per_sm < 1) d.why = "the kernel does not fit an SM";
@@ -776,19 +815,25 @@ int64_t max_splits_for(int64_t max_seq_len) { return (max_seq_len + kPageKeys - 
 int g_trace_layers = 0;
 void print_trace() {
   const int n_ops = kOpsPerLayer * g_trace_layers + 1;
-  unsigned long long t[2 * kMaxOps] = {};
-  if (cudaMemcpyFromSymbol(t, g_trace, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess) return;
+  unsigned long long t[2 * kMaxOps] = {}, stall[2 * kMaxOps] = {};
+  if (cudaMemcpyFromSymbol(t, g_trace, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess ||
+      cudaMemcpyFromSymbol(stall, g_trace_stall, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess)
+    return;
   const char* names[] = {"qkv", "attention", "o", "gate_up", "down", "lm_head"};
-  double busy[6] = {}, gap[6] = {};
+  double busy[6] = {}, gap[6] = {}, empty[6] = {}, full[6] = {};
   for (int k = 0; k < n_ops; ++k) {
     const int kind = k == n_ops - 1 ? kOpLmHead : k % kOpsPerLayer;
     busy[kind] += static_cast<double>(t[2 * k + 1] - t[2 * k]) / 1e3;
     if (k + 1 < n_ops) gap[kind] += static_cast<double>(t[2 * k + 2] - t[2 * k + 1]) / 1e3;
+    empty[kind] += static_cast<double>(stall[2 * k]) / 1e3;
+    full[kind] += static_cast<double>(stall[2 * k + 1]) / 1e3;
   }
   std::fprintf(stderr, "persistent decode step trace (block 0, last step): %.1f us from op 0 to the end\n",
                static_cast<double>(t[2 * n_ops - 1] - t[0]) / 1e3);
+  std::fprintf(stderr, "  %-10s %10s %14s %14s %16s  (us, all layers)\n", "op", "busy", "of it: no data", "then waiting",
+               "producer blocked");
   for (int i = 0; i < 6; ++i)
-    std::fprintf(stderr, "  %-10s block 0 busy %8.1f us, then waiting for the others %8.1f us\n", names[i], busy[i], gap[i]);
+    std::fprintf(stderr, "  %-10s %10.1f %14.1f %14.1f %16.1f\n", names[i], busy[i], empty[i], gap[i], full[i]);
 }
 
 }  // namespace
@@ -872,7 +917,6 @@ void decode_step_launch(const DecodeStepArgs& a) {
     g_trace_layers = p.n_layers;
     std::call_once(once, [] { std::atexit(print_trace); });
   }
-  p.trace = trace ? 1 : 0;
   static const int stages = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_STAGES");
     const int n = v ? std::atoi(v) : kStages;
@@ -890,7 +934,8 @@ void decode_step_launch(const DecodeStepArgs& a) {
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  check(cudaLaunchKernelEx(&config, decode_step_kernel, p), "cudaLaunchKernelEx (persistent decode step)");
+  check(cudaLaunchKernelEx(&config, trace ? decode_step_kernel<true> : decode_step_kernel<false>, p),
+        "cudaLaunchKernelEx (persistent decode step)");
 }
 
 }  // namespace hipformers::kernels::gpu
