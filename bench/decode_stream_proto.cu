@@ -30,7 +30,11 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/gpu/bulk_copy.h"  // mbarriers, bulk copies (the runtime's persistent step uses them too)
+
 namespace {
+
+using namespace hipformers::kernels::gpu;
 
 constexpr int kConsumerWarps = 8;
 constexpr int kThreads = (kConsumerWarps + 1) * 32;  // + the producer warp
@@ -52,39 +56,6 @@ bool ok(cudaError_t e, const char* what) {
   return false;
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  }
-}
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-}
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory"); }
 
 // One step: every op in order. done[k] counts the blocks that finished op
@@ -104,8 +75,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int G = gridDim.x, b = blockIdx.x;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kConsumerWarps);
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], kConsumerWarps);
     }
   }
   __syncthreads();
@@ -118,9 +89,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t bytes = static_cast<uint32_t>(op.rows) * op.in * 2;
       for (int t = b; t < op.tiles; t += G, ++i) {
         const int s = i % kStages, use = i / kStages;
-        if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
-        mbar_expect_tx(&full[s], bytes);
-        bulk_copy(stages + s * kStageBytes, op.w + static_cast<int64_t>(t) * op.rows * op.in, bytes, &full[s]);
+        if (use > 0) mbarrier_wait(&empty[s], (use - 1) & 1);
+        mbarrier_arrive_expect_tx(&full[s], bytes);
+        bulk_copy_to_shared(stages + s * kStageBytes, op.w + static_cast<int64_t>(t) * op.rows * op.in, bytes, &full[s]);
       }
     }
     return;
@@ -133,9 +104,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       const Op op = c_ops[k];
       for (int t = b; t < op.tiles; t += G, ++i) {
         const int s = i % kStages;
-        mbar_wait(&full[s], (i / kStages) & 1);
+        mbarrier_wait(&full[s], (i / kStages) & 1);
         __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
+        if (lane == 0) mbarrier_arrive(&empty[s]);
       }
     }
     return;
@@ -146,7 +117,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __nv_bfloat16* y = k % 2 == 0 ? vec1 : vec0;
     if (k > 0 && wait && threadIdx.x == 0) {
       const unsigned target = epoch * static_cast<unsigned>(G);
-      while (load_acquire(&done[k - 1]) < target) {
+      while (load_acquire_gpu(&done[k - 1]) < target) {
       }
     }
     consumers_sync();
@@ -158,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int span = op.in / parts, k0 = part * span, nvec = span / 8;
     for (int t = b; t < op.tiles; t += G, ++i) {
       const int s = i % kStages;
-      mbar_wait(&full[s], (i / kStages) & 1);
+      mbarrier_wait(&full[s], (i / kStages) & 1);
       const uint4* wrow = reinterpret_cast<const uint4*>(stages + s * kStageBytes + (static_cast<int64_t>(r) * op.in + k0) * 2);
       const uint4* xrow = reinterpret_cast<const uint4*>(xs + k0);
       float acc = 0.0f;
@@ -175,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
       __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[s]);  // the stage may be refilled
+      if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
       const int row = t * R + r;
       if (parts == 1) {
         if (lane == 0) y[row] = __float2bfloat16(acc);
