@@ -1,0 +1,52 @@
+// The persistent decode step's host side (kernels/decode_step.h) where no
+// GPU kernel exists: the switch that turns it on (off unless asked), and
+// that a step it cannot take is refused with a reason, never run. Its GPU
+// behaviour is tested in tests/models/gpu/decode_step_gpu_test.cc.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "hipformers/core/error.h"
+#include "hipformers/core/tensor.h"
+#include "hipformers/kernels/decode_step.h"
+
+namespace hipformers::kernels {
+namespace {
+
+PersistentDecode mode_with(const char* value) {
+  if (value) ::setenv("HIPFORMERS_PERSISTENT_DECODE", value, 1);
+  else ::unsetenv("HIPFORMERS_PERSISTENT_DECODE");
+  const PersistentDecode m = persistent_decode_mode();
+  ::unsetenv("HIPFORMERS_PERSISTENT_DECODE");
+  return m;
+}
+
+TEST(DecodeStep, OffUnlessAsked) {
+  EXPECT_EQ(mode_with(nullptr), PersistentDecode::kOff);
+  EXPECT_EQ(mode_with("0"), PersistentDecode::kOff);
+  EXPECT_EQ(mode_with(""), PersistentDecode::kOff);
+  EXPECT_EQ(mode_with("yes"), PersistentDecode::kOff);
+  EXPECT_EQ(mode_with("1"), PersistentDecode::kAuto);
+  EXPECT_EQ(mode_with("require"), PersistentDecode::kRequire);
+}
+
+TEST(DecodeStep, CpuTensorsAreRefusedWithAReason) {
+  Tensor hidden = Tensor::empty(Shape{1, 64}, DType::kBF16);
+  DecodeStepArgs args;
+  args.hidden = &hidden;
+  std::string why;
+  EXPECT_FALSE(decode_step_supported(args, DType::kBF16, &why));
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(decode_step_scratch_elems(2, 2, 4, 64, 128, Device::cpu()), 0);
+  try {
+    decode_step(args);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("persistent decode step"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hipformers::kernels
