@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "hipformers/core/error.h"
 
 namespace hipformers::kernels {
 
@@ -87,13 +86,12 @@ bool decode_step_supported(const DecodeStepArgs& a, DType dtype, std::string* wh
 #endif
 }
 
-void decode_step(const DecodeStepArgs& args) {
-  std::string why;
-  if (!decode_step_supported(args, args.hidden ? args.hidden->dtype() : DType::kF32, &why))
-    throw_error(ErrorKind::kUnsupported, "persistent decode step: " + why);
+bool decode_step(const DecodeStepArgs& args, std::string* why) {
+  if (!decode_step_supported(args, args.hidden ? args.hidden->dtype() : DType::kF32, why)) return false;
 #if defined(HIPFORMERS_WITH_CUDA)
   gpu::decode_step_launch(args);
 #endif
+  return true;
 }
 
 }  // namespace hipformers::kernels

@@ -53,6 +53,7 @@
 #include "gpu/argmax_key.h"
 #include "gpu/bulk_copy.h"
 #include "gpu/gpu_types.h"
+#include "gpu/paged_decode.h"  // load_vec
 #include "gpu/qk_norm_rope.h"
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/decode_step.h"
@@ -132,8 +133,7 @@ struct SmemLayout {
   static constexpr int kBars = kAcc + kConsumerWarps * kMaxGroup * kMaxD * 4;  // u64 [2][kStages]
   // kHeads .. kBars: the attention area, reused by stage_attention for split partials
   static constexpr int kAttentionBytes = kBars - kHeads;
-  static constexpr int kMisc = kBars + 2 * kStages * 8;               // int [4]
-  static constexpr int kTotal = kMisc + 16;
+  static constexpr int kTotal = kBars + 2 * kStages * 8;
 };
 static_assert(SmemLayout::kBars % 8 == 0, "mbarriers are 8-byte aligned");
 
@@ -181,22 +181,6 @@ __device__ __forceinline__ Gemv gemv_of(const Params& p, int k) {
 }
 
 __device__ __forceinline__ float bf16_round(float v) { return round_to(v, kRoundBF16); }
-
-// kPer consecutive bf16 values (kPer * 2 bytes, aligned) as floats.
-template <int kPer> __device__ __forceinline__ void load_vec_bf16(const bf16* p, float (&out)[kPer]) {
-  static_assert(kPer == 2 || kPer == 4, "4- or 8-byte loads");
-  if constexpr (kPer == 4) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    out[0] = bf16_bits_to_float(static_cast<uint16_t>(u.x & 0xffffu));
-    out[1] = bf16_bits_to_float(static_cast<uint16_t>(u.x >> 16));
-    out[2] = bf16_bits_to_float(static_cast<uint16_t>(u.y & 0xffffu));
-    out[3] = bf16_bits_to_float(static_cast<uint16_t>(u.y >> 16));
-  } else {
-    const uint32_t u = *reinterpret_cast<const uint32_t*>(p);
-    out[0] = bf16_bits_to_float(static_cast<uint16_t>(u & 0xffffu));
-    out[1] = bf16_bits_to_float(static_cast<uint16_t>(u >> 16));
-  }
-}
 
 // ---- the producer --------------------------------------------------------------
 // The attention items of a step: (kv head g, page `split` of the sequence),
@@ -486,6 +470,24 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
         store(L.v_pool + at + d, s_kv[kMaxD + d]);
       }
     }
+    // The warp's rows of a K or V page (keys w, w + 8, ...; the lane's dims
+    // [lane kPer, +kPer)): key pos from `fresh` (this step's, in shared
+    // memory), rows past the sequence 0.
+    auto load_rows = [&](const bf16* page, const float* fresh, float (&rows)[kKeysPerWarp][kPer]) {
+#pragma unroll
+      for (int i = 0; i < kKeysPerWarp; ++i) {
+        const int j = warp + i * kConsumerWarps;
+        if (j < nk && key0 + j == pos) {
+#pragma unroll
+          for (int e = 0; e < kPer; ++e) rows[i][e] = fresh[lane * kPer + e];
+        } else if (j < nk) {
+          load_vec<bf16, kPer>(page + j * D + lane * kPer, rows[i]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < kPer; ++e) rows[i][e] = 0.0f;
+        }
+      }
+    };
     const int sk = st.i % p.stages, pk = (st.i / p.stages) & 1;
     ++st.i;
     const int sv = st.i % p.stages, pv = (st.i / p.stages) & 1;
@@ -496,19 +498,7 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
     wait_stage<kTrace>(full, sk, pk, st);
     const bf16* kpage = reinterpret_cast<const bf16*>(ring + sk * kStageBytes);
     float kr[kKeysPerWarp][kPer];
-#pragma unroll
-    for (int i = 0; i < kKeysPerWarp; ++i) {
-      const int j = warp + i * kConsumerWarps;
-      if (j < nk && key0 + j == pos) {
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) kr[i][e] = s_kv[lane * kPer + e];
-      } else if (j < nk) {
-        load_vec_bf16<kPer>(kpage + j * D + lane * kPer, kr[i]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) kr[i][e] = 0.0f;
-      }
-    }
+    load_rows(kpage, s_kv, kr);
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[sk]);
     for (int gg = 0; gg < group; ++gg) {
@@ -543,19 +533,7 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
     wait_stage<kTrace>(full, sv, pv, st);
     const bf16* vpage = reinterpret_cast<const bf16*>(ring + sv * kStageBytes);
     float vr[kKeysPerWarp][kPer];
-#pragma unroll
-    for (int i = 0; i < kKeysPerWarp; ++i) {
-      const int j = warp + i * kConsumerWarps;
-      if (j < nk && key0 + j == pos) {
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) vr[i][e] = s_kv[kMaxD + lane * kPer + e];
-      } else if (j < nk) {
-        load_vec_bf16<kPer>(vpage + j * D + lane * kPer, vr[i]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) vr[i][e] = 0.0f;  // p is 0 there too
-      }
-    }
+    load_rows(vpage, s_kv + kMaxD, vr);  // rows past nk are 0, as their p is
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[sv]);
     for (int gg = 0; gg < group; ++gg) {

@@ -103,20 +103,18 @@ StepWorkspace::StepWorkspace(const CausalLM& model, int64_t max_tokens, int64_t 
   // One scratch for every decode batch size this workspace allows (a graph
   // per size replays over it).
   const int64_t scratch_elems = kernels::paged_attention_shared_scratch_elems(max_seqs, max_seq_len, spec, device_);
-  if (scratch_elems > 0) {  // zero-filled: it holds the split merge counters (paged_attention.h)
-    scratch = empty_tensor(Shape{scratch_elems}, DType::kF32, device_);
-    const std::vector<float> zeros(static_cast<std::size_t>(scratch_elems), 0.0f);
-    copy_bytes(scratch.mutable_raw_data(), device_, zeros.data(), Device::cpu(), zeros.size() * sizeof(float));
-  }
+  auto zeroed = [&](int64_t elems) {
+    Tensor t = empty_tensor(Shape{elems}, DType::kF32, device_);
+    const std::vector<float> zeros(static_cast<std::size_t>(elems), 0.0f);
+    copy_bytes(t.mutable_raw_data(), device_, zeros.data(), Device::cpu(), zeros.size() * sizeof(float));
+    return t;
+  };
+  if (scratch_elems > 0) scratch = zeroed(scratch_elems);  // it holds the split merge counters (paged_attention.h)
   // The persistent one-sequence decode step's counters and split partials
   // (zero-filled likewise; each step leaves its counters zero).
   const int64_t step_elems =
       model.dtype() == DType::kBF16 ? kernels::decode_step_scratch_elems(c.num_hidden_layers, nkv, nh, D, max_seq_len, device_) : 0;
-  if (step_elems > 0) {
-    step_scratch = empty_tensor(Shape{step_elems}, DType::kF32, device_);
-    const std::vector<float> zeros(static_cast<std::size_t>(step_elems), 0.0f);
-    copy_bytes(step_scratch.mutable_raw_data(), device_, zeros.data(), Device::cpu(), zeros.size() * sizeof(float));
-  }
+  if (step_elems > 0) step_scratch = zeroed(step_elems);
 }
 
 Tensor StepWorkspace::logits_host() const {
@@ -295,9 +293,7 @@ bool CausalLM::persistent_step(StepWorkspace& ws, PagedKVCache& cache, bool ids_
   a.next = &ws.next;
   a.scratch = &ws.step_scratch;
   std::string why;
-  if (!kernels::decode_step_supported(a, m.dtype, &why)) return unsupported(why);
-  kernels::decode_step(a);
-  return true;
+  return kernels::decode_step(a, &why) || unsupported(why);
 }
 
 void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax, bool ids_from_argmax) const {

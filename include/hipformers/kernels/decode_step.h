@@ -73,11 +73,13 @@ int64_t decode_step_scratch_elems(int64_t n_layers, int64_t kv_heads, int64_t he
                                   int64_t max_seq_len, const Device& device);
 
 // Whether decode_step() can run this step; else `why` (if given) says why not.
+// decode_step() asks it itself.
 bool decode_step_supported(const DecodeStepArgs& args, DType dtype, std::string* why = nullptr);
 
 // Enqueues the step (one cooperative launch; no sync, no allocation: graph
-// capturable). Error if !decode_step_supported().
-void decode_step(const DecodeStepArgs& args);
+// capturable) and returns true; where decode_step_supported() says no,
+// enqueues nothing and returns false, with the reason in `why` if given.
+bool decode_step(const DecodeStepArgs& args, std::string* why = nullptr);
 
 // HIPFORMERS_PERSISTENT_DECODE: "1" uses the persistent step where
 // supported; "require" makes a one-sequence decode step that cannot take it
