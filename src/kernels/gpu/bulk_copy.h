@@ -57,6 +57,25 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
       : "memory");
 }
 
+// An L2 policy for data read once (streamed weights): its lines are the
+// first evicted, so a stream through L2 does not push out the small data
+// every block re-reads (counters, the residual stream, the step's outputs).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// bulk_copy_to_shared with an L2 cache policy (l2_evict_first_policy).
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
+                                                    uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_address(dst)),
+      "l"(src), "r"(bytes), "r"(smem_address(bar)), "l"(policy)
+      : "memory");
+}
+
 // A load that orders every later load of this thread after it (acquire, at
 // GPU scope): what a grid-wide wait spins on.
 __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {
