@@ -4,6 +4,7 @@
 // it unsupported, and the caller runs the per-kernel step.
 #include "hipformers/kernels/decode_step.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -68,7 +69,11 @@ bool decode_step_supported(const DecodeStepArgs& a, DType dtype, std::string* wh
   for (int64_t n : {H, I, a.heads * D})
     if (n <= 0 || n % 64 != 0 || n > max_in) return fail(why, "hidden, intermediate and heads x head_dim must be multiples of 64 up to 8192");
   if (H > 4096) return fail(why, "hidden size above 4096");
-  auto ok = [&](const Tensor* t) { return t && t->defined() && t->dtype() == DType::kBF16 && t->device() == device; };
+  // (bulk copies read every weight and norm weight: 16-byte aligned sources)
+  auto ok = [&](const Tensor* t) {
+    return t && t->defined() && t->dtype() == DType::kBF16 && t->device() == device &&
+           reinterpret_cast<std::uintptr_t>(t->raw_data()) % 16 == 0;
+  };
   for (const DecodeStepLayer& L : a.layers) {
     if (!ok(L.input_norm) || !ok(L.qkv_proj) || !ok(L.o_proj) || !ok(L.post_attention_norm) || !ok(L.gate_up_proj) ||
         !ok(L.down_proj) || !L.cache)

@@ -72,6 +72,14 @@ constexpr int kMaxIn = 8192;  // the longest staged input: H, I or heads * D
 constexpr int kMaxLayers = 64;
 constexpr int kMaxGroup = 8;  // query heads per kv head (one warp each)
 constexpr int kMaxD = 128;
+// The aux ring: an op's small HBM-resident operands (its RMSNorm weight, or
+// the attention's q/k norm weights), copied ahead by the producer like its
+// weight tiles. Read by the consumers directly, they would wait behind every
+// bulk copy in flight at the memory controllers (~5 us a load when the ring
+// is full); from the ring they are in shared memory when the op starts.
+constexpr int kAuxSlots = 2;
+constexpr int kMaxH = 4096;
+constexpr int kAuxElems = kMaxH > 2 * kMaxD ? kMaxH : 2 * kMaxD;
 constexpr int kPageKeys = static_cast<int>(kKVPageSize);
 constexpr int kKeysPerWarp = kPageKeys / kConsumerWarps;
 static_assert(kPageKeys == 64 && kKeysPerWarp == 8, "attention items are one 64-key page");
@@ -97,6 +105,7 @@ struct Params {
   QkNormRope rope;
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
+  bool l2_hint;  // weight copies evict first (HIPFORMERS_PERSISTENT_L2_HINT=0 turns it off, for A/B)
   int stages;  // ring stages in use (<= kStages; HIPFORMERS_PERSISTENT_STAGES, an A/B switch)
 };
 
@@ -111,6 +120,8 @@ __device__ unsigned long long g_trace[2 * kMaxOps];
 // ring ran empty); [2k + 1]: block 0's producer blocked on a full ring while
 // issuing op k's copies.
 __device__ unsigned long long g_trace_stall[2 * kMaxOps];
+// [k]: block 0's timer when op k's input was staged (GEMV ops).
+__device__ unsigned long long g_trace_staged[kMaxOps];
 
 __device__ __forceinline__ unsigned long long global_timer() {
   unsigned long long t;
@@ -133,9 +144,12 @@ struct SmemLayout {
   static constexpr int kBars = kAcc + kConsumerWarps * kMaxGroup * kMaxD * 4;  // u64 [2][kStages]
   // kHeads .. kBars: the attention area, reused by stage_attention for split partials
   static constexpr int kAttentionBytes = kBars - kHeads;
-  static constexpr int kTotal = kBars + 2 * kStages * 8;
+  static constexpr int kAuxBars = kBars + 2 * kStages * 8;           // u64 [2][kAuxSlots]: aux full, aux empty
+  static constexpr int kAux = (kAuxBars + 2 * kAuxSlots * 8 + 15) / 16 * 16;  // bf16 [kAuxSlots][kAuxElems]
+  static constexpr int kTotal = kAux + kAuxSlots * kAuxElems * 2;
 };
 static_assert(SmemLayout::kBars % 8 == 0, "mbarriers are 8-byte aligned");
+static_assert(SmemLayout::kAux % 16 == 0, "bulk copies land 16-byte aligned");
 
 // done[k] += 1, ordered after every store the block made before (the
 // consumers' barrier makes them this thread's, the release publishes them).
@@ -182,6 +196,25 @@ __device__ __forceinline__ Gemv gemv_of(const Params& p, int k) {
 
 __device__ __forceinline__ float bf16_round(float v) { return round_to(v, kRoundBF16); }
 
+// Op k's aux operands (none: n == 0): up to two runs copied back to back.
+struct Aux {
+  const bf16* src[2];
+  int n[2];
+};
+__device__ __forceinline__ Aux aux_of(const Params& p, int k) {
+  const int kind = op_kind(k, p.n_layers);
+  const Layer* L = kind == kOpLmHead ? nullptr : &p.layers[k / kOpsPerLayer];
+  switch (kind) {
+    case kOpQkv: return {{L->input_norm, nullptr}, {p.H, 0}};
+    case kOpGateUp: return {{L->post_norm, nullptr}, {p.H, 0}};
+    case kOpLmHead: return {{p.final_norm, nullptr}, {p.H, 0}};
+    case kOpAttention:
+      if (L->q_norm && L->k_norm) return {{L->q_norm, L->k_norm}, {p.D, p.D}};
+      return {{nullptr, nullptr}, {0, 0}};  // (decode_step_supported: both or neither)
+    default: return {{nullptr, nullptr}, {0, 0}};
+  }
+}
+
 // ---- the producer --------------------------------------------------------------
 // The attention items of a step: (kv head g, page `split` of the sequence),
 // item = split * kv_heads + g, block b taking items b, b + G, ...
@@ -191,7 +224,8 @@ __device__ __forceinline__ int attention_splits(const Params& p) {
 }
 
 template <bool kTrace>
-__device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, uint64_t* empty) {
+__device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, uint64_t* empty, bf16* aux,
+                        uint64_t* aux_full, uint64_t* aux_empty) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int n_ops = kOpsPerLayer * p.n_layers + 1;
   int i = 0;
@@ -212,7 +246,27 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     blocked = 0;
   };
   const int nsplit = attention_splits(p);
+  // Weights are read once a step: their L2 lines go first, so they do not
+  // push out what the consumers re-read.
+  const bool hint = p.l2_hint;
+  const uint64_t policy = l2_evict_first_policy();
+  auto copy = [&](void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    if (hint) bulk_copy_to_shared(dst, src, bytes, bar, policy);
+    else bulk_copy_to_shared(dst, src, bytes, bar);
+  };
+  int aux_i = 0;
   for (int k = 0; k < n_ops; ++k) {
+    const Aux a = aux_of(p, k);
+    if (a.n[0] > 0) {  // the op's norm weights, ahead of its tiles
+      const int slot = aux_i % kAuxSlots, use = aux_i / kAuxSlots;
+      if (use > 0) mbarrier_wait(&aux_empty[slot], (use - 1) & 1);
+      const uint32_t b0 = static_cast<uint32_t>(a.n[0] * 2), b1 = static_cast<uint32_t>(a.n[1] * 2);
+      mbarrier_arrive_expect_tx(&aux_full[slot], b0 + b1);
+      bf16* dst = aux + slot * kAuxElems;
+      bulk_copy_to_shared(dst, a.src[0], b0, &aux_full[slot]);
+      if (b1) bulk_copy_to_shared(dst + a.n[0], a.src[1], b1, &aux_full[slot]);
+      ++aux_i;
+    }
     if (op_kind(k, p.n_layers) == kOpAttention) {  // the items' K and V pages, one stage each
       const Layer& L = p.layers[k / kOpsPerLayer];
       const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
@@ -237,13 +291,13 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
         const int half = g.rows / 2, c0 = t * half, n = min(half, g.out - c0);
         const uint32_t bytes = static_cast<uint32_t>(n * row_bytes);
         mbarrier_arrive_expect_tx(&full[s], 2 * bytes);
-        bulk_copy_to_shared(dst, g.w + static_cast<int64_t>(c0) * g.in, bytes, &full[s]);
-        bulk_copy_to_shared(dst + half * row_bytes, g.w + static_cast<int64_t>(g.out + c0) * g.in, bytes, &full[s]);
+        copy(dst, g.w + static_cast<int64_t>(c0) * g.in, bytes, &full[s]);
+        copy(dst + half * row_bytes, g.w + static_cast<int64_t>(g.out + c0) * g.in, bytes, &full[s]);
       } else {
         const int r0 = t * g.rows, n = min(g.rows, g.out - r0);
         const uint32_t bytes = static_cast<uint32_t>(n * row_bytes);
         mbarrier_arrive_expect_tx(&full[s], bytes);
-        bulk_copy_to_shared(dst, g.w + static_cast<int64_t>(r0) * g.in, bytes, &full[s]);
+        copy(dst, g.w + static_cast<int64_t>(r0) * g.in, bytes, &full[s]);
       }
     }
     op_done(k);
@@ -275,7 +329,7 @@ __device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16*
     const int v = tid + j * kConsumers;
     if (v < nv) {
       xv[j] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
-      wv[j] = __ldg(reinterpret_cast<const uint4*>(w) + v);
+      wv[j] = reinterpret_cast<const uint4*>(w)[v];  // w: the aux ring (shared memory)
     }
   }
   float ss = 0;
@@ -308,8 +362,18 @@ __device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16*
 }
 
 __device__ void stage_plain(const bf16* x, int n, bf16* xs) {
-  for (int v = threadIdx.x; v < n / 8; v += kConsumers)
-    reinterpret_cast<uint4*>(xs)[v] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+  constexpr int kMaxVec = kMaxIn / 8 / kConsumers;
+  uint4 xv[kMaxVec];
+#pragma unroll
+  for (int j = 0; j < kMaxVec; ++j) {  // every load in flight before the first store
+    const int v = threadIdx.x + j * kConsumers;
+    if (v < n / 8) xv[j] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxVec; ++j) {
+    const int v = threadIdx.x + j * kConsumers;
+    if (v < n / 8) reinterpret_cast<uint4*>(xs)[v] = xv[j];
+  }
 }
 
 // ---- the consumers: GEMV tiles -------------------------------------------------
@@ -318,6 +382,7 @@ struct GemvState {
   unsigned long long best = 0;      // lm_head: this thread's largest argmax key
   bool timing = false;              // kTrace: block 0's thread 0 times its stage waits
   unsigned long long stall = 0;
+  int aux_i = 0;                    // the block's running aux-slot count
 };
 
 // Waits for a ring stage to land (timed for the trace).
@@ -347,18 +412,34 @@ __device__ __forceinline__ float dot_row(const bf16* wrow, const bf16* x, int nv
   return warp_sum(acc0 + acc1);
 }
 
-// One output value of a non-pair GEMV: row `row`, sum `acc`.
-__device__ __forceinline__ void gemv_output(const Params& p, int kind, int layer, int row, float acc,
-                                            const bf16* embed_row, GemvState& st) {
+// The o and down epilogues add into the residual stream. The old values a
+// thread adds to come into registers when the op's tiles start, kAhead tiles
+// ahead, and move up one slot per tile: read in the epilogue, each would
+// cost the tile an L2 round trip. The thread owning row r of a tile:
+// lane 0 of warp r when a warp takes a whole row, else thread r.
+constexpr int kAhead = 2;
+struct ResidualAhead {
+  float v[kAhead];
+};
+__device__ __forceinline__ int residual_owner(const Gemv& g) {
+  const int tid = threadIdx.x;
+  if (kConsumerWarps / g.rows == 1 && !g.pairs) return tid % 32 == 0 && tid / 32 < g.rows ? tid / 32 : -1;
+  return tid < g.rows ? tid : -1;
+}
+__device__ __forceinline__ float residual_at(const Params& p, int kind, int layer, const bf16* embed_row,
+                                             const Gemv& g, int t, int r) {
+  if (r < 0 || t >= g.tiles || t * g.rows + r >= g.out) return 0.0f;
+  const bf16* res = (kind == kOpO && layer == 0) ? embed_row : p.hidden;
+  return __bfloat162float(__ldcg(res + t * g.rows + r));  // written by another SM earlier in the step
+}
+
+// One output value of a non-pair GEMV: row `row`, sum `acc`; `old`: the
+// residual row's value before (o, down).
+__device__ __forceinline__ void gemv_output(const Params& p, int kind, int row, float acc, float old, GemvState& st) {
   switch (kind) {
     case kOpQkv: store(p.qkv + row, acc); break;
     case kOpO:
-    case kOpDown: {
-      const bf16* res = (kind == kOpO && layer == 0) ? embed_row : p.hidden;
-      const float old = __bfloat162float(__ldcg(res + row));  // written by another SM earlier in the step
-      store(p.hidden + row, bf16_round(bf16_round(acc) + old));
-      break;
-    }
+    case kOpDown: store(p.hidden + row, bf16_round(bf16_round(acc) + old)); break;
     default: {  // lm_head
       const float v = bf16_round(acc);
       store(p.logits + row, v);
@@ -378,7 +459,18 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   const int r = warp % R, part = warp / R;
   const int span = g.in / parts, nvec = span / 8;
   const int half = R / 2;
+  const bool adds = kind == kOpO || kind == kOpDown;
+  const int owner = adds ? residual_owner(g) : -1;
+  ResidualAhead ra;
+#pragma unroll
+  for (int j = 0; j < kAhead; ++j) ra.v[j] = residual_at(p, kind, layer, embed_row, g, b + j * G, owner);
   for (int t = b; t < g.tiles; t += G, ++st.i) {
+    const float old = ra.v[0];
+    if (adds) {
+#pragma unroll
+      for (int j = 0; j + 1 < kAhead; ++j) ra.v[j] = ra.v[j + 1];
+      ra.v[kAhead - 1] = residual_at(p, kind, layer, embed_row, g, t + kAhead * G, owner);
+    }
     const int s = st.i % p.stages;
     // rows of this tile that exist (the last tile may be short)
     const int valid = g.pairs ? min(half, g.out - t * half) : min(R, g.out - t * R);
@@ -392,7 +484,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
     if (parts == 1 && !g.pairs) {
-      if (lane == 0 && mine) gemv_output(p, kind, layer, t * R + r, acc, embed_row, st);
+      if (lane == 0 && mine) gemv_output(p, kind, t * R + r, acc, old, st);
       continue;
     }
     float* rs = rows_smem + (st.i & 1) * 64;  // two buffers: one barrier per tile
@@ -413,7 +505,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     } else if (tid < valid) {
       float sum = 0.0f;
       for (int q = 0; q < parts; ++q) sum += rs[tid * 8 + q];
-      gemv_output(p, kind, layer, t * R + tid, sum, embed_row, st);
+      gemv_output(p, kind, t * R + tid, sum, old, st);
     }
   }
 }
@@ -425,7 +517,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
 // projection's staging merges the splits (stage_attention).
 template <int kPer, bool kTrace>  // head dims per lane: D = 32 kPer
 __device__ void attention_op(const Params& p, int layer, unsigned char* smem, const unsigned char* ring,
-                             uint64_t* full, uint64_t* empty, GemvState& st) {
+                             uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm, GemvState& st) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads, group = heads / kvh;
@@ -455,7 +547,7 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
     consumers_sync();
     for (int task = warp; task < group + (has_new ? 1 : 0); task += kConsumerWarps) {
       const bf16* src = s_heads + task * D;
-      const bf16* w = task < group ? L.q_norm : L.k_norm;
+      const bf16* w = task < group ? q_norm : k_norm;
       float* dst = task < group ? s_q + task * kMaxD : s_kv;
       norm_rope_head_regs<kPer>(src, w, p.rope, rc, lane, [&](int i, float v) { dst[i] = stored_as<bf16>(v); });
     }
@@ -597,7 +689,7 @@ __device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) 
       // to kBatch loads in flight per thread before any is stored: a loop
       // of load-then-store would wait one L2 round trip per element.
       const int run = nq * (D + 2), pairs = nh * run / 2;
-      constexpr int kBatch = 16;
+      constexpr int kBatch = 8;
       for (int e0 = tid; e0 < pairs; e0 += kBatch * kConsumers) {
         float2 v[kBatch];
 #pragma unroll
@@ -666,6 +758,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
   float* red = reinterpret_cast<float*>(smem + SmemLayout::kRed);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + SmemLayout::kBars);
   uint64_t* empty = full + kStages;
+  uint64_t* aux_full = reinterpret_cast<uint64_t*>(smem + SmemLayout::kAuxBars);
+  uint64_t* aux_empty = aux_full + kAuxSlots;
+  bf16* aux = reinterpret_cast<bf16*>(smem + SmemLayout::kAux);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const unsigned G = gridDim.x;
   if (threadIdx.x == 0) {
@@ -673,12 +768,16 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
       mbarrier_init(&full[s], 1);
       mbarrier_init(&empty[s], kConsumerWarps);
     }
+    for (int s = 0; s < kAuxSlots; ++s) {
+      mbarrier_init(&aux_full[s], 1);
+      mbarrier_init(&aux_empty[s], 1);
+    }
     mbarrier_fence_init();
   }
   __syncthreads();
 
   if (warp == kConsumerWarps) {
-    if (lane == 0) produce<kTrace>(p, ring, full, empty);
+    if (lane == 0) produce<kTrace>(p, ring, full, empty, aux, aux_full, aux_empty);
     return;
   }
 
@@ -693,22 +792,38 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
     consumers_sync();
     if (st.timing) g_trace[2 * k] = global_timer();
     const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
+    // The op's aux operands (norm weights) in shared memory, once landed.
+    const Aux a = aux_of(p, k);
+    const bf16* aux_w = nullptr;
+    int aux_slot = -1;
+    if (a.n[0] > 0) {
+      aux_slot = st.aux_i % kAuxSlots;
+      mbarrier_wait(&aux_full[aux_slot], (st.aux_i / kAuxSlots) & 1);
+      aux_w = aux + aux_slot * kAuxElems;
+      ++st.aux_i;
+    }
     if (kind == kOpAttention) {
-      if (p.D == 128) attention_op<4, kTrace>(p, layer, smem, ring, full, empty, st);
-      else attention_op<2, kTrace>(p, layer, smem, ring, full, empty, st);
+      const Layer& L = p.layers[layer];
+      const bf16* qn = aux_w ? aux_w : L.q_norm;
+      const bf16* kn = aux_w ? aux_w + p.D : L.k_norm;
+      if (p.D == 128) attention_op<4, kTrace>(p, layer, smem, ring, full, empty, qn, kn, st);
+      else attention_op<2, kTrace>(p, layer, smem, ring, full, empty, qn, kn, st);
     } else {
-      const Layer* L = kind == kOpLmHead ? nullptr : &p.layers[layer];
+      const Gemv g = gemv_of(p, k);
       switch (kind) {
-        case kOpQkv: stage_norm(layer == 0 ? embed_row : p.hidden, L->input_norm, p.H, p.eps, xs, red); break;
+        case kOpQkv: stage_norm(layer == 0 ? embed_row : p.hidden, aux_w, p.H, p.eps, xs, red); break;
         case kOpO: stage_attention(p, xs, smem); break;
-        case kOpGateUp: stage_norm(p.hidden, L->post_norm, p.H, p.eps, xs, red); break;
+        case kOpGateUp: stage_norm(p.hidden, aux_w, p.H, p.eps, xs, red); break;
         case kOpDown: stage_plain(p.act, p.I, xs); break;
-        default: stage_norm(p.hidden, p.final_norm, p.H, p.eps, xs, red); break;
+        default: stage_norm(p.hidden, aux_w, p.H, p.eps, xs, red); break;
       }
       consumers_sync();
-      gemv_tiles<kTrace>(p, k, gemv_of(p, k), xs, ring, full, empty, rows_smem, embed_row, st);
+      if (st.timing) g_trace_staged[k] = global_timer();
+      if (aux_slot >= 0 && threadIdx.x == 0) mbarrier_arrive(&aux_empty[aux_slot]);  // staged: the slot may refill
+      gemv_tiles<kTrace>(p, k, g, xs, ring, full, empty, rows_smem, embed_row, st);
     }
     consumers_sync();  // every output of this block's part of op k is stored
+    if (kind == kOpAttention && aux_slot >= 0 && threadIdx.x == 0) mbarrier_arrive(&aux_empty[aux_slot]);
     if (st.timing) {
       g_trace[2 * k + 1] = global_timer();
       g_trace_stall[2 * k] = st.stall;
@@ -793,25 +908,28 @@ int64_t max_splits_for(int64_t max_seq_len) { return (max_seq_len + kPageKeys - 
 int g_trace_layers = 0;
 void print_trace() {
   const int n_ops = kOpsPerLayer * g_trace_layers + 1;
-  unsigned long long t[2 * kMaxOps] = {}, stall[2 * kMaxOps] = {};
+  unsigned long long t[2 * kMaxOps] = {}, stall[2 * kMaxOps] = {}, staged[kMaxOps] = {};
   if (cudaMemcpyFromSymbol(t, g_trace, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess ||
-      cudaMemcpyFromSymbol(stall, g_trace_stall, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess)
+      cudaMemcpyFromSymbol(stall, g_trace_stall, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess ||
+      cudaMemcpyFromSymbol(staged, g_trace_staged, sizeof(unsigned long long) * n_ops) != cudaSuccess)
     return;
   const char* names[] = {"qkv", "attention", "o", "gate_up", "down", "lm_head"};
-  double busy[6] = {}, gap[6] = {}, empty[6] = {}, full[6] = {};
+  double busy[6] = {}, gap[6] = {}, empty[6] = {}, full[6] = {}, staging[6] = {};
   for (int k = 0; k < n_ops; ++k) {
     const int kind = k == n_ops - 1 ? kOpLmHead : k % kOpsPerLayer;
     busy[kind] += static_cast<double>(t[2 * k + 1] - t[2 * k]) / 1e3;
+    if (kind != kOpAttention) staging[kind] += static_cast<double>(staged[k] - t[2 * k]) / 1e3;
     if (k + 1 < n_ops) gap[kind] += static_cast<double>(t[2 * k + 2] - t[2 * k + 1]) / 1e3;
     empty[kind] += static_cast<double>(stall[2 * k]) / 1e3;
     full[kind] += static_cast<double>(stall[2 * k + 1]) / 1e3;
   }
   std::fprintf(stderr, "persistent decode step trace (block 0, last step): %.1f us from op 0 to the end\n",
                static_cast<double>(t[2 * n_ops - 1] - t[0]) / 1e3);
-  std::fprintf(stderr, "  %-10s %10s %14s %14s %16s  (us, all layers)\n", "op", "busy", "of it: no data", "then waiting",
-               "producer blocked");
+  std::fprintf(stderr, "  %-10s %10s %12s %14s %14s %16s  (us, all layers)\n", "op", "busy", "of it: input", "of it: no data",
+               "then waiting", "producer blocked");
   for (int i = 0; i < 6; ++i)
-    std::fprintf(stderr, "  %-10s %10.1f %14.1f %14.1f %16.1f\n", names[i], busy[i], empty[i], gap[i], full[i]);
+    std::fprintf(stderr, "  %-10s %10.1f %12.1f %14.1f %14.1f %16.1f\n", names[i], busy[i], staging[i], empty[i], gap[i],
+                 full[i]);
 }
 
 }  // namespace
@@ -901,6 +1019,11 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return n >= 2 && n <= kStages ? n : kStages;
   }();
   p.stages = stages;
+  static const bool l2_hint = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_L2_HINT");
+    return !(v && std::string(v) == "0");
+  }();
+  p.l2_hint = l2_hint;
 
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(d.sms));
