@@ -6,7 +6,8 @@
 #   bench/device_bench.sh profile_prefill  per-kernel times of a 4096-token prefill, by kernel (ncu)
 #   bench/device_bench.sh ab        decode ms/step (and prefill tok/s) of the defaults and of variants
 #                                   (AB_VARIANTS, AB_BATCHES, AB_PROMPT, AB_GEN; e.g. AB_PROMPT=4096 AB_GEN=2
-#                                   AB_BATCHES=1 for prefill)
+#                                   AB_BATCHES=1 for prefill; the persistent step: AB_BATCHES=1
+#                                   AB_VARIANTS="default persistent persistent_no_hint persistent_trace")
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
@@ -99,6 +100,10 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
             split_attn) envs="HIPFORMERS_DECODE_ATTENTION=split" ;;
             l2_unbounded) envs="HIPFORMERS_GEMV_L2_BYTES=0" ;;
+            # the opt-in persistent step (batch 1 only); _trace prints its per-op trace at exit
+            persistent) envs="HIPFORMERS_PERSISTENT_DECODE=require" ;;
+            persistent_no_hint) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
+            persistent_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_TRACE=1" ;;
           esac
           printf '%-14s batch %s prompt %s: ' "$v" "$b" "${AB_PROMPT:-128}"
           env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" \
