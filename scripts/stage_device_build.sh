@@ -3,17 +3,28 @@
 # machine's Ubuntu image lacks, into .devbuild/ (git-ignored) so that the
 # device tool can carry them: run(..., carry=[".devbuild", ...]).
 # Usage: scripts/stage_device_build.sh [BUILD_DIR] [DEST]
+# STAGE_ONLY="hipformers test_models_gpu_decode_step_gpu_test" stages just
+# those programs (found under BUILD_DIR): everything is ~100 MB, over the
+# device tool's 64 MiB carry limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build/cuda}
 DEST=${2:-.devbuild}
 rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib"
-cp "$BUILD"/tools/hipformers/hipformers "$DEST/bin/"
-# The GPU-relevant tests, the benchmarks and the examples (not every test: the
-# carried tree is limited to 64 MiB).
-for f in "$BUILD"/tests/test_runtime_* "$BUILD"/tests/test_kernels_gpu_* "$BUILD"/bench/* "$BUILD"/examples/example_*; do
-  if [ -f "$f" ] && [ -x "$f" ]; then cp "$f" "$DEST/bin/"; fi
-done
+if [ -n "${STAGE_ONLY:-}" ]; then
+  for name in $STAGE_ONLY; do
+    f=$(find "$BUILD" -type f -perm -u+x -name "$name" | head -1)
+    if [ -z "$f" ]; then echo "stage_device_build.sh: no program $name under $BUILD" >&2; exit 2; fi
+    cp "$f" "$DEST/bin/"
+  done
+else
+  cp "$BUILD"/tools/hipformers/hipformers "$DEST/bin/"
+  # The GPU-relevant tests, the benchmarks and the examples (not every test).
+  for f in "$BUILD"/tests/test_runtime_* "$BUILD"/tests/test_kernels_gpu_* "$BUILD"/tests/test_models_gpu_* \
+           "$BUILD"/bench/* "$BUILD"/examples/example_*; do
+    if [ -f "$f" ] && [ -x "$f" ]; then cp "$f" "$DEST/bin/"; fi
+  done
+fi
 # Ubuntu 24.04 there has PCRE2, OpenBLAS and libgomp, but not utf8proc.
 for lib in libutf8proc.so.2; do
   p=$(ldconfig -p | awk -v l="$lib" '$1==l && !p {p=$NF} END {print p}')
@@ -21,3 +32,6 @@ for lib in libutf8proc.so.2; do
 done
 strip "$DEST"/bin/* 2>/dev/null || true
 du -sh "$DEST"
+if [ "$(du -sm "$DEST" | cut -f1)" -gt 64 ]; then
+  echo "stage_device_build.sh: $DEST is over the 64 MiB a device call can carry; pick programs with STAGE_ONLY" >&2
+fi
