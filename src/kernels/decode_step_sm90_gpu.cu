@@ -39,7 +39,12 @@
 // producer streams each item's K and V pages into the ring like weight
 // tiles (the keys before pos depend on nothing of this step), so the op
 // waits for no memory but this step's q|k|v. The o projection's staging
-// merges the splits: out = sum_q acc_q e^(m_q - M) / sum_q l_q e^(m_q - M).
+// merges the splits: out = sum_q acc_q e^(m_q - M) / sum_q l_q e^(m_q - M);
+// with HIPFORMERS_PERSISTENT_MERGE=attention, the block finishing a kv
+// head's last split merges them instead, and the o op stages bf16 values.
+//
+// HIPFORMERS_PERSISTENT_TRACE and HIPFORMERS_PERSISTENT_ABLATE are developer
+// tools for finding where the step's time goes (g_trace*, kAblate*).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,6 +53,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "gpu/argmax_key.h"
@@ -66,6 +72,10 @@ using bf16 = gpu_bf16;
 constexpr int kConsumerWarps = 8;
 constexpr int kConsumers = kConsumerWarps * 32;
 constexpr int kThreads = kConsumers + 32;  // + the producer warp
+// The traced kernel has one more warp, the prober (trace_probes). Up to 12
+// warps a block, a thread may still hold 168 registers (3 warps on each of
+// an SM's 4 schedulers), so the extra warp costs the consumers nothing.
+constexpr int kThreadsTraced = kThreads + 32;
 constexpr int kStages = 8;
 constexpr int kStageBytes = 16384;
 constexpr int kMaxIn = 8192;  // the longest staged input: H, I or heads * D
@@ -102,18 +112,39 @@ struct Params {
   unsigned* exit_count;     // [1]
   unsigned long long* best; // [1]
   float* partial;           // [kv_heads][max_splits][group][D + 2]
+  unsigned* merge_count;    // [kv_heads]: the splits of a kv head done (merge_in_attention)
+  bf16* attn_out;           // [heads D]: the merged attention output (merge_in_attention)
   QkNormRope rope;
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
   bool l2_hint;  // weight copies evict first (HIPFORMERS_PERSISTENT_L2_HINT=0 turns it off, for A/B)
   int stages;  // ring stages in use (<= kStages; HIPFORMERS_PERSISTENT_STAGES, an A/B switch)
+  unsigned ablate;  // kAblate* bits (HIPFORMERS_PERSISTENT_ABLATE); 0 in every real run
+  // Where a kv head's splits merge (HIPFORMERS_PERSISTENT_MERGE): false, in
+  // the o projection's staging (every block reads every partial); true, in
+  // the attention op, by the block that finishes the kv head's last split
+  // (a counter per kv head), so the o op stages a plain bf16 vector.
+  bool merge_in_attention;
 };
+
+// Ablations, a developer tool for finding where the step's time goes: each
+// bit leaves one kind of work out of every op, so the step's time without
+// it can be compared with the full step's. The outputs are WRONG with any
+// bit set (the next id is still a valid token id, so generation runs on);
+// only the timing means anything. The ring protocol and the grid's
+// counters run as always, so the weight stream is the same.
+constexpr unsigned kAblateNoWait = 1;       // ops do not wait for the op before (no grid-wide dependency)
+constexpr unsigned kAblateNoStage = 2;      // GEMV ops do not stage their input (no norm, no L2 round trip)
+constexpr unsigned kAblateNoTileMath = 4;   // GEMV tiles are taken and given back, not multiplied
+constexpr unsigned kAblateNoAttention = 8;  // attention items take their K/V stages only; o merges nothing
+constexpr unsigned kAblateNoStores = 16;    // GEMV epilogues compute but store nothing
 
 // A developer tool: with HIPFORMERS_PERSISTENT_TRACE set, the traced
 // instantiation of the kernel runs (decode_step_kernel<true>), whose block 0
 // stores the global timer when its wait for op k returned (start) and when
 // its share of op k was done (end), and how long it waited on the ring both
 // ways; printed at exit for the last step.
+// Every g_trace* value is in SM cycles unless said.
 constexpr int kMaxOps = kMaxLayers * 5 + 1;
 __device__ unsigned long long g_trace[2 * kMaxOps];
 // [2k]: block 0's consumer thread 0 waiting for op k's stages to land (the
@@ -122,11 +153,74 @@ __device__ unsigned long long g_trace[2 * kMaxOps];
 __device__ unsigned long long g_trace_stall[2 * kMaxOps];
 // [k]: block 0's timer when op k's input was staged (GEMV ops).
 __device__ unsigned long long g_trace_staged[kMaxOps];
+// [k]: block 0's thread 0's timer when its staging loads of op k had
+// returned (GEMV ops; o: the first chunk of split partials).
+__device__ unsigned long long g_trace_loaded[kMaxOps];
+// [k][b][0, 1]: when block b's wait for op k returned and when its share of
+// op k was done (blocks below kMaxTraceBlocks): which blocks an op waits for.
+constexpr int kMaxTraceBlocks = 192;
+__device__ unsigned long long g_trace_blocks[kMaxOps * kMaxTraceBlocks * 2];
+// [4i .. 4i + 3]: probe i of block 0's prober warp, which times, over and
+// over while the step runs, one load that hits L2 (a counter), one that
+// must come from HBM (a line of the lm_head read with an evict-first
+// policy) and one read of the global timer: its cycle counter when it
+// began, then the three latencies in cycles. What a round trip costs while
+// the weight stream runs, without slowing the consumers (a warp of its own).
+constexpr int kMaxProbes = 4096;
+__device__ unsigned long long g_trace_probe[4 * kMaxProbes];
+__device__ int g_trace_probes;  // how many were taken
+// [b][0, 1]: block b's global timer (ns) and cycle counter, read together
+// when it starts; [kMaxTraceBlocks][0, 1]: block 0's when it ends.
+__device__ unsigned long long g_trace_sync[(kMaxTraceBlocks + 1) * 2];
 
 __device__ __forceinline__ unsigned long long global_timer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
   return t;
+}
+
+// The SM's cycle counter: cheap to read (the global timer is not: its
+// reads, when taken per tile, slowed the traced step by ~30%), the same rate
+// on every SM but not the same value, so the trace converts cycles to
+// nanoseconds and aligns the SMs through one (global timer, cycles) pair
+// per block (g_trace_sync).
+__device__ __forceinline__ unsigned long long sm_clock() {
+  unsigned long long c;
+  asm volatile("mov.u64 %0, %clock64;" : "=l"(c));
+  return c;
+}
+
+// The cycle counter, read once `v` has arrived: a branch on v cannot
+// resolve before its load returns, and the counter is read after the branch.
+__device__ __forceinline__ unsigned long long sm_clock_after(unsigned v) {
+  if (v == 0xdeadbeefu) __trap();
+  return sm_clock();
+}
+
+// A wait of the step that lasts longer than this is a deadlock (a bug, or a
+// block that never became resident): it prints what it waited for and traps,
+// so the launch fails with an error instead of hanging the GPU.
+constexpr unsigned long long kHangCycles = 1ull << 35;  // ~20 s at 1.7 GHz
+enum WaitFor : int { kWaitFreeStage, kWaitFreeAux, kWaitAux, kWaitOp };
+[[noreturn]] __device__ __noinline__ void hang(int what, int k) {
+  const char* names[] = {"a free ring stage, stage", "a free aux slot, op", "the aux operands of op",
+                         "the other blocks to finish op"};
+  printf("hipformers persistent decode step: block %d waited over 2^35 cycles for %s %d; trapping\n",
+         static_cast<int>(blockIdx.x), names[what], k);
+  __trap();
+}
+// mbarrier_wait, bounded.
+__device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int what, int k) {
+  if (mbarrier_try_wait(bar, parity)) return;
+  const unsigned long long t0 = sm_clock();
+  while (!mbarrier_try_wait(bar, parity))
+    if (sm_clock() - t0 > kHangCycles) hang(what, k);
+}
+
+__device__ __forceinline__ unsigned load_evict_first(const void* p, uint64_t policy) {
+  unsigned v;
+  asm volatile("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy) : "memory");
+  return v;
 }
 
 // Shared memory (dynamic), in this order.
@@ -217,9 +311,9 @@ __device__ __forceinline__ Aux aux_of(const Params& p, int k) {
 
 // ---- the producer --------------------------------------------------------------
 // The attention items of a step: (kv head g, page `split` of the sequence),
-// item = split * kv_heads + g, block b taking items b, b + G, ...
-__device__ __forceinline__ int attention_splits(const Params& p) {
-  const int len = p.seq_lens[0];
+// item = split * kv_heads + g, block b taking items b, b + G, ...; len:
+// the sequence's length, read once per step (seq_lens[0]).
+__device__ __forceinline__ int attention_splits(const Params& p, int len) {
   return min((len + kPageKeys - 1) / kPageKeys, p.max_splits);
 }
 
@@ -234,9 +328,9 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
   auto next_stage = [&]() {
     const int s = i % p.stages, use = i / p.stages;
     if (use > 0) {
-      const unsigned long long t0 = timing ? global_timer() : 0;
-      mbarrier_wait(&empty[s], (use - 1) & 1);
-      if (timing) blocked += global_timer() - t0;
+      const unsigned long long t0 = timing ? sm_clock() : 0;
+      ring_wait(&empty[s], (use - 1) & 1, kWaitFreeStage, s);
+      if (timing) blocked += sm_clock() - t0;
     }
     ++i;
     return s;
@@ -245,7 +339,7 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     if (timing) g_trace_stall[2 * k + 1] = blocked;
     blocked = 0;
   };
-  const int nsplit = attention_splits(p);
+  const int nsplit = attention_splits(p, p.seq_lens[0]);
   // Weights are read once a step: their L2 lines go first, so they do not
   // push out what the consumers re-read.
   const bool hint = p.l2_hint;
@@ -259,7 +353,7 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     const Aux a = aux_of(p, k);
     if (a.n[0] > 0) {  // the op's norm weights, ahead of its tiles
       const int slot = aux_i % kAuxSlots, use = aux_i / kAuxSlots;
-      if (use > 0) mbarrier_wait(&aux_empty[slot], (use - 1) & 1);
+      if (use > 0) ring_wait(&aux_empty[slot], (use - 1) & 1, kWaitFreeAux, k);
       const uint32_t b0 = static_cast<uint32_t>(a.n[0] * 2), b1 = static_cast<uint32_t>(a.n[1] * 2);
       mbarrier_arrive_expect_tx(&aux_full[slot], b0 + b1);
       bf16* dst = aux + slot * kAuxElems;
@@ -320,7 +414,9 @@ __device__ __forceinline__ float consumers_sum(float v, float* red) {
 }
 
 // xs = round(w * round(x / rms(x))) for x of n values (n % 8 == 0, n <= kMaxIn).
-__device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16* xs, float* red) {
+// loaded: where thread 0 notes when its loads returned (kTrace), or null.
+__device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16* xs, float* red,
+                           unsigned long long* loaded) {
   constexpr int kMaxVec = kMaxIn / 8 / kConsumers;
   const int tid = threadIdx.x, nv = n / 8;
   uint4 xv[kMaxVec], wv[kMaxVec];
@@ -345,6 +441,7 @@ __device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16*
       }
     }
   }
+  if (loaded) *loaded = sm_clock_after(__float_as_uint(ss));
   const float inv = 1.0f / sqrtf(consumers_sum(ss, red) / static_cast<float>(n) + eps);
 #pragma unroll
   for (int j = 0; j < kMaxVec; ++j) {
@@ -361,7 +458,7 @@ __device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16*
   }
 }
 
-__device__ void stage_plain(const bf16* x, int n, bf16* xs) {
+__device__ void stage_plain(const bf16* x, int n, bf16* xs, unsigned long long* loaded) {
   constexpr int kMaxVec = kMaxIn / 8 / kConsumers;
   uint4 xv[kMaxVec];
 #pragma unroll
@@ -374,6 +471,7 @@ __device__ void stage_plain(const bf16* x, int n, bf16* xs) {
     const int v = threadIdx.x + j * kConsumers;
     if (v < n / 8) reinterpret_cast<uint4*>(xs)[v] = xv[j];
   }
+  if (loaded) *loaded = sm_clock_after(xv[0].x);
 }
 
 // ---- the consumers: GEMV tiles -------------------------------------------------
@@ -388,10 +486,12 @@ struct GemvState {
 // Waits for a ring stage to land (timed for the trace).
 template <bool kTrace>
 __device__ __forceinline__ void wait_stage(uint64_t* full, int s, uint32_t parity, GemvState& st) {
+  // (unbounded: a hot loop; a stage that never lands leaves the producer or
+  // another block's grid-wide wait to trap)
   if (!kTrace || !st.timing) return mbarrier_wait(&full[s], parity);
-  const unsigned long long t0 = global_timer();
+  const unsigned long long t0 = sm_clock();
   mbarrier_wait(&full[s], parity);
-  st.stall += global_timer() - t0;
+  st.stall += sm_clock() - t0;
 }
 
 __device__ __forceinline__ float dot_row(const bf16* wrow, const bf16* x, int nvec, int lane) {
@@ -436,13 +536,18 @@ __device__ __forceinline__ float residual_at(const Params& p, int kind, int laye
 // One output value of a non-pair GEMV: row `row`, sum `acc`; `old`: the
 // residual row's value before (o, down).
 __device__ __forceinline__ void gemv_output(const Params& p, int kind, int row, float acc, float old, GemvState& st) {
+  const bool keep = !(p.ablate & kAblateNoStores);
   switch (kind) {
-    case kOpQkv: store(p.qkv + row, acc); break;
+    case kOpQkv:
+      if (keep) store(p.qkv + row, acc);
+      break;
     case kOpO:
-    case kOpDown: store(p.hidden + row, bf16_round(bf16_round(acc) + old)); break;
+    case kOpDown:
+      if (keep) store(p.hidden + row, bf16_round(bf16_round(acc) + old));
+      break;
     default: {  // lm_head
       const float v = bf16_round(acc);
-      store(p.logits + row, v);
+      if (keep) store(p.logits + row, v);
       st.best = max_u64(st.best, argmax_key(v, row));
       break;
     }
@@ -477,7 +582,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     const bool mine = g.pairs ? (r % half) < valid : r < valid;
     wait_stage<kTrace>(full, s, (st.i / p.stages) & 1, st);
     float acc = 0.0f;
-    if (mine) {
+    if (mine && !(p.ablate & kAblateNoTileMath)) {
       const bf16* wrow = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + static_cast<int64_t>(r) * g.in + part * span;
       acc = dot_row(wrow, xs + part * span, nvec, lane);
     }
@@ -500,7 +605,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
         }
         const float gv = bf16_round(gs), uv = bf16_round(us);
         const float silu = gv / (1.0f + expf(-gv));
-        store(p.act + t * half + tid, bf16_round(bf16_round(silu) * uv));
+        if (!(p.ablate & kAblateNoStores)) store(p.act + t * half + tid, bf16_round(bf16_round(silu) * uv));
       }
     } else if (tid < valid) {
       float sum = 0.0f;
@@ -511,12 +616,52 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
 }
 
 // ---- the consumers: attention ------------------------------------------------
+// merge_in_attention: after storing its split partial, a block counts itself
+// on its kv head's counter (its stores fenced first); the block that counts
+// last merges the kv head's splits, out = sum_q acc_q e^(m_q - M) / sum_q
+// l_q e^(m_q - M) (one pass, rescaled as the running max M grows), rounded
+// to bf16 into attn_out, and leaves the counter at zero for the next step.
+__device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int D, unsigned char* smem) {
+  int* s_last = reinterpret_cast<int*>(smem + SmemLayout::kRed);
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    __threadfence();  // this block's partial, before its count
+    const bool last = atomicAdd(p.merge_count + g, 1u) == static_cast<unsigned>(nsplit - 1);
+    if (last) {
+      p.merge_count[g] = 0;  // every split of this step has counted
+      __threadfence();       // the other splits' partials, after their counts
+    }
+    *s_last = last ? 1 : 0;
+  }
+  consumers_sync();
+  const bool last = *s_last != 0;
+  consumers_sync();  // s_last is rewritten by the next item
+  if (!last) return;
+  const int64_t split_stride = static_cast<int64_t>(group) * (D + 2);
+  const float* head0 = p.partial + static_cast<int64_t>(g) * p.max_splits * split_stride;
+  for (int idx = tid; idx < group * D; idx += kConsumers) {
+    const int gg = idx / D, d = idx % D;
+    const float* base = head0 + gg * (D + 2);
+    float m = -INFINITY, l = 0.0f, a = 0.0f;
+#pragma unroll 4
+    for (int q = 0; q < nsplit; ++q) {
+      const float* pq = base + q * split_stride;
+      const float mq = __ldcg(pq), lq = __ldcg(pq + 1), aq = __ldcg(pq + 2 + d);
+      const float m_new = fmaxf(m, mq), c_old = expf(m - m_new), c_q = expf(mq - m_new);
+      l = l * c_old + lq * c_q;
+      a = a * c_old + aq * c_q;
+      m = m_new;
+    }
+    store(p.attn_out + static_cast<int64_t>(g * group + gg) * D + d, a / l);
+  }
+}
+
 // One item: scores of this kv head's query heads against the page's keys
 // (K page in one ring stage, V page in the next), softmax over the page,
 // p . v, written as a split partial (max, sum, acc[D]) per query head; the o
 // projection's staging merges the splits (stage_attention).
 template <int kPer, bool kTrace>  // head dims per lane: D = 32 kPer
-__device__ void attention_op(const Params& p, int layer, unsigned char* smem, const unsigned char* ring,
+__device__ void attention_op(const Params& p, int layer, int len, unsigned char* smem, const unsigned char* ring,
                              uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm, GemvState& st) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -530,8 +675,17 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
   float* s_l = s_m + kMaxGroup;
   float* s_acc = reinterpret_cast<float*>(smem + SmemLayout::kAcc);
 
-  const int len = p.seq_lens[0], pos = len - 1;
-  const int nsplit = attention_splits(p);
+  const int pos = len - 1;
+  const int nsplit = attention_splits(p, len);
+  if (p.ablate & kAblateNoAttention) {  // time only: each item's K and V stages, taken and given back
+    for (int item = b; item < nsplit * kvh; item += G)
+      for (int kv = 0; kv < 2; ++kv, ++st.i) {
+        wait_stage<kTrace>(full, st.i % p.stages, (st.i / p.stages) & 1, st);
+        __syncwarp();
+        if (lane == 0) mbarrier_arrive(&empty[st.i % p.stages]);
+      }
+    return;
+  }
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
   for (int item = b; item < nsplit * kvh; item += G) {
     const int split = item / kvh, g = item % kvh, h0 = g * group;
@@ -656,6 +810,7 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
       pp[2 + d] = a;
     }
     consumers_sync();  // shared memory is reused by the next item
+    if (p.merge_in_attention) merge_if_last(p, g, nsplit, group, D, smem);
   }
 }
 
@@ -665,11 +820,11 @@ __device__ void attention_op(const Params& p, int layer, unsigned char* smem, co
 // thread), the passes' partials come into shared memory (the attention
 // area) a chunk of splits at a time, one round trip each; chunks after the
 // first (long contexts) merge into the running result.
-__device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) {
+__device__ void stage_attention(const Params& p, int len, bf16* xs, unsigned char* smem, unsigned long long* loaded) {
   constexpr int kPerThread = 8, kPass = kPerThread * kConsumers;
   const int tid = threadIdx.x;
   const int D = p.D, heads = p.heads, group = heads / p.kv_heads;
-  const int nsplit = attention_splits(p);
+  const int nsplit = attention_splits(p, len);
   float* s_part = reinterpret_cast<float*>(smem + SmemLayout::kHeads);
   const int pass_heads = kPass / D;
   const int chunk = min(nsplit, SmemLayout::kAttentionBytes / 4 / (pass_heads * (D + 2)));
@@ -707,6 +862,7 @@ __device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) 
           if (e >= pairs) break;
           reinterpret_cast<float2*>(s_part)[e] = v[u];
         }
+        if (loaded && q0 == 0 && h_begin == 0 && e0 == tid) *loaded = sm_clock_after(__float_as_uint(v[0].x));
       }
       consumers_sync();
 #pragma unroll
@@ -746,11 +902,35 @@ __device__ void stage_attention(const Params& p, bf16* xs, unsigned char* smem) 
   }
 }
 
+// The traced kernel's prober warp (block 0, lane 0): probes until the
+// consumers say the step is done (*stop), about one every microsecond.
+__device__ void trace_probes(const Params& p, const volatile int* stop) {
+  const uint64_t policy = l2_evict_first_policy();
+  const int n_ops = kOpsPerLayer * p.n_layers + 1;
+  int n = 0;
+  for (; n < kMaxProbes && !*stop; ++n) {
+    const unsigned long long t0 = sm_clock();
+    const unsigned l2 = __ldcg(&p.done[n % n_ops]);
+    const unsigned long long t1 = sm_clock_after(l2);
+    const unsigned hbm = load_evict_first(p.lm_head + static_cast<int64_t>(p.V - 1 - n % p.V) * p.H, policy);
+    const unsigned long long t2 = sm_clock_after(hbm);
+    const unsigned long long g = global_timer();
+    const unsigned long long t3 = sm_clock_after(static_cast<unsigned>(g));
+    g_trace_probe[4 * n] = t0;
+    g_trace_probe[4 * n + 1] = t1 - t0;
+    g_trace_probe[4 * n + 2] = t2 - t1;
+    g_trace_probe[4 * n + 3] = t3 - t2;
+    __nanosleep(500);
+  }
+  g_trace_probes = n;
+}
+
 // ---- the kernel ------------------------------------------------------------------
 // kTrace: the HIPFORMERS_PERSISTENT_TRACE build of the kernel (its timers
 // cost registers, so the plain kernel has none).
 template <bool kTrace>
-__global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
+    decode_step_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* ring = smem;
   bf16* xs = reinterpret_cast<bf16*>(smem + SmemLayout::kX);
@@ -776,21 +956,39 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
   }
   __syncthreads();
 
+  // kTrace: consumer thread 0 sets it when the block's last op is done
+  __shared__ int trace_stop;
+  if (kTrace && threadIdx.x == 0) trace_stop = 0;
+  __syncthreads();
   if (warp == kConsumerWarps) {
     if (lane == 0) produce<kTrace>(p, ring, full, empty, aux, aux_full, aux_empty);
+    return;
+  }
+  if (kTrace && warp == kConsumerWarps + 1) {  // the prober
+    if (lane == 0 && blockIdx.x == 0) trace_probes(p, &trace_stop);
     return;
   }
 
   const int n_ops = kOpsPerLayer * p.n_layers + 1;
   const bf16* embed_row = p.embed + static_cast<int64_t>(p.ids[0]) * p.H;
+  const int len = p.seq_lens[0];  // the sequence's length, this token included
   GemvState st;
   st.timing = kTrace && blockIdx.x == 0 && threadIdx.x == 0;
+  // kTrace: every block's thread 0 records its op's start and end
+  const bool block_timing = kTrace && threadIdx.x == 0 && blockIdx.x < kMaxTraceBlocks;
+  if (block_timing) {
+    g_trace_sync[2 * blockIdx.x] = global_timer();
+    g_trace_sync[2 * blockIdx.x + 1] = sm_clock();
+  }
   for (int k = 0; k < n_ops; ++k) {
-    if (k > 0 && threadIdx.x == 0)
-      while (load_acquire_gpu(&p.done[k - 1]) < G) {
-      }
+    if (k > 0 && threadIdx.x == 0 && !(p.ablate & kAblateNoWait) && load_acquire_gpu(&p.done[k - 1]) < G) {
+      const unsigned long long t0 = sm_clock();
+      while (load_acquire_gpu(&p.done[k - 1]) < G)
+        if (sm_clock() - t0 > kHangCycles) hang(kWaitOp, k - 1);
+    }
     consumers_sync();
-    if (st.timing) g_trace[2 * k] = global_timer();
+    if (st.timing) g_trace[2 * k] = sm_clock();
+    if (block_timing) g_trace_blocks[(k * kMaxTraceBlocks + blockIdx.x) * 2] = sm_clock();
     const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
     // The op's aux operands (norm weights) in shared memory, once landed.
     const Aux a = aux_of(p, k);
@@ -798,7 +996,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
     int aux_slot = -1;
     if (a.n[0] > 0) {
       aux_slot = st.aux_i % kAuxSlots;
-      mbarrier_wait(&aux_full[aux_slot], (st.aux_i / kAuxSlots) & 1);
+      ring_wait(&aux_full[aux_slot], (st.aux_i / kAuxSlots) & 1, kWaitAux, k);
       aux_w = aux + aux_slot * kAuxElems;
       ++st.aux_i;
     }
@@ -806,30 +1004,42 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
       const Layer& L = p.layers[layer];
       const bf16* qn = aux_w ? aux_w : L.q_norm;
       const bf16* kn = aux_w ? aux_w + p.D : L.k_norm;
-      if (p.D == 128) attention_op<4, kTrace>(p, layer, smem, ring, full, empty, qn, kn, st);
-      else attention_op<2, kTrace>(p, layer, smem, ring, full, empty, qn, kn, st);
+      if (p.D == 128) attention_op<4, kTrace>(p, layer, len, smem, ring, full, empty, qn, kn, st);
+      else attention_op<2, kTrace>(p, layer, len, smem, ring, full, empty, qn, kn, st);
     } else {
       const Gemv g = gemv_of(p, k);
-      switch (kind) {
-        case kOpQkv: stage_norm(layer == 0 ? embed_row : p.hidden, aux_w, p.H, p.eps, xs, red); break;
-        case kOpO: stage_attention(p, xs, smem); break;
-        case kOpGateUp: stage_norm(p.hidden, aux_w, p.H, p.eps, xs, red); break;
-        case kOpDown: stage_plain(p.act, p.I, xs); break;
-        default: stage_norm(p.hidden, aux_w, p.H, p.eps, xs, red); break;
+      unsigned long long* loaded = kTrace && st.timing ? &g_trace_loaded[k] : nullptr;
+      // (one call site per staging kind: each inlined copy costs registers)
+      const bool no_stage = (p.ablate & kAblateNoStage) || (kind == kOpO && (p.ablate & kAblateNoAttention));
+      if (no_stage) {
+        // time only: the input stays whatever the last op staged
+      } else if (kind == kOpO && !p.merge_in_attention) {
+        stage_attention(p, len, xs, smem, loaded);
+      } else if (kind == kOpO || kind == kOpDown) {
+        const bool o = kind == kOpO;
+        stage_plain(o ? p.attn_out : p.act, o ? p.heads * p.D : p.I, xs, loaded);
+      } else {  // q|k|v, gate|up, lm_head: the residual stream, normalised
+        stage_norm(kind == kOpQkv && layer == 0 ? embed_row : p.hidden, aux_w, p.H, p.eps, xs, red, loaded);
       }
       consumers_sync();
-      if (st.timing) g_trace_staged[k] = global_timer();
+      if (st.timing) g_trace_staged[k] = sm_clock();
       if (aux_slot >= 0 && threadIdx.x == 0) mbarrier_arrive(&aux_empty[aux_slot]);  // staged: the slot may refill
       gemv_tiles<kTrace>(p, k, g, xs, ring, full, empty, rows_smem, embed_row, st);
     }
     consumers_sync();  // every output of this block's part of op k is stored
     if (kind == kOpAttention && aux_slot >= 0 && threadIdx.x == 0) mbarrier_arrive(&aux_empty[aux_slot]);
     if (st.timing) {
-      g_trace[2 * k + 1] = global_timer();
+      g_trace[2 * k + 1] = sm_clock();
       g_trace_stall[2 * k] = st.stall;
       st.stall = 0;
     }
+    if (block_timing) g_trace_blocks[(k * kMaxTraceBlocks + blockIdx.x) * 2 + 1] = sm_clock();
     if (threadIdx.x == 0) arrive_release(&p.done[k]);
+  }
+  if (kTrace && threadIdx.x == 0) *static_cast<volatile int*>(&trace_stop) = 1;
+  if (st.timing) {
+    g_trace_sync[2 * kMaxTraceBlocks] = global_timer();
+    g_trace_sync[2 * kMaxTraceBlocks + 1] = sm_clock();
   }
   // argmax: the block's largest key, then across blocks
   for (int o = 16; o > 0; o >>= 1) st.best = max_u64(st.best, shfl_xor_u64(st.best, o));
@@ -840,7 +1050,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step_kernel(const __grid_c
     if (atomicAdd(p.exit_count, 1u) == G - 1) {  // the last block: every other one is done
       __threadfence();
       const unsigned long long best = atomicExch(p.best, 0ull);
-      *p.next = argmax_key_index(best);
+      *p.next = best == 0 ? 0 : argmax_key_index(best);  // 0: no logits (an ablation's step), still a valid id
       for (int k = 0; k < n_ops; ++k) p.done[k] = 0;
       *p.exit_count = 0;
     }
@@ -879,7 +1089,8 @@ DeviceInfo device_info(int dev) {
         check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SmemLayout::kTotal),
               "cudaFuncSetAttribute");
       int per_sm = 0;
-      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel<true>, kThreads, SmemLayout::kTotal),
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel<true>, kThreadsTraced,
+                                                          SmemLayout::kTotal),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
       check(cudaSetDevice(cur), "cudaSetDevice");
       if (per_sm < 1) d.why = "the kernel does not fit an SM";
@@ -889,47 +1100,137 @@ DeviceInfo device_info(int dev) {
   return info[dev];
 }
 
-// Scratch layout (F32 elements): done [n_ops], exit [1], pad to 8 bytes,
-// best (2 elements), partials.
+// Scratch layout (F32 elements): done [n_ops], exit [1], merge counters
+// [kv_heads], pad to 8 bytes, best (2 elements), pad to 16 bytes, the
+// merged attention output (heads D bf16), partials.
 struct ScratchLayout {
-  int64_t done, exit, best, partial, total;
+  int64_t done, exit, merge, best, attn, partial, total;
   ScratchLayout(int64_t n_layers, int64_t kv_heads, int64_t heads, int64_t D, int64_t max_splits) {
-    (void)kv_heads;
     done = 0;
     exit = done + kOpsPerLayer * n_layers + 1;
-    best = (exit + 1 + 1) / 2 * 2;
-    partial = best + 2;
+    merge = exit + 1;
+    best = (merge + kv_heads + 1) / 2 * 2;
+    attn = (best + 2 + 3) / 4 * 4;
+    partial = attn + heads * D / 2;
     total = partial + max_splits * heads * (D + 2);
   }
 };
 
 int64_t max_splits_for(int64_t max_seq_len) { return (max_seq_len + kPageKeys - 1) / kPageKeys; }
 
-int g_trace_layers = 0;
+int g_trace_layers = 0, g_trace_grid = 0;
+
+// The trace (HIPFORMERS_PERSISTENT_TRACE), printed at exit for the last step.
+// Cycle counts become microseconds at the rate block 0 measured over the
+// step (its cycles over its global-timer nanoseconds); block b's cycles
+// become block 0's through the (timer, cycles) pair each read at its start.
 void print_trace() {
   const int n_ops = kOpsPerLayer * g_trace_layers + 1;
-  unsigned long long t[2 * kMaxOps] = {}, stall[2 * kMaxOps] = {}, staged[kMaxOps] = {};
-  if (cudaMemcpyFromSymbol(t, g_trace, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess ||
-      cudaMemcpyFromSymbol(stall, g_trace_stall, sizeof(unsigned long long) * 2 * n_ops) != cudaSuccess ||
-      cudaMemcpyFromSymbol(staged, g_trace_staged, sizeof(unsigned long long) * n_ops) != cudaSuccess)
+  const int G = std::min(g_trace_grid, kMaxTraceBlocks);
+  unsigned long long t[2 * kMaxOps] = {}, stall[2 * kMaxOps] = {}, staged[kMaxOps] = {}, loaded[kMaxOps] = {};
+  unsigned long long sync[(kMaxTraceBlocks + 1) * 2] = {};
+  std::vector<unsigned long long> probe(4 * kMaxProbes);
+  int n_probes = 0;
+  std::vector<unsigned long long> tb(static_cast<std::size_t>(n_ops) * kMaxTraceBlocks * 2);
+  auto fetch = [](void* dst, const void* symbol, std::size_t bytes) {
+    return cudaMemcpyFromSymbol(dst, symbol, bytes) == cudaSuccess;
+  };
+  constexpr std::size_t u64 = sizeof(unsigned long long);
+  if (G <= 0 || !fetch(t, g_trace, u64 * 2 * n_ops) || !fetch(loaded, g_trace_loaded, u64 * n_ops) ||
+      !fetch(stall, g_trace_stall, u64 * 2 * n_ops) || !fetch(staged, g_trace_staged, u64 * n_ops) ||
+      !fetch(probe.data(), g_trace_probe, u64 * probe.size()) || !fetch(&n_probes, &g_trace_probes, sizeof(int)) ||
+      !fetch(sync, g_trace_sync, sizeof(sync)) ||
+      !fetch(tb.data(), g_trace_blocks, u64 * tb.size()))
     return;
+  const double ns = static_cast<double>(sync[2 * kMaxTraceBlocks] - sync[0]);
+  const double cycles = static_cast<double>(sync[2 * kMaxTraceBlocks + 1] - sync[1]);
+  if (ns <= 0 || cycles <= 0) return;
+  const double per_us = cycles / ns * 1e3;  // cycles a microsecond
+  auto us = [&](double c) { return c / per_us; };
   const char* names[] = {"qkv", "attention", "o", "gate_up", "down", "lm_head"};
-  double busy[6] = {}, gap[6] = {}, empty[6] = {}, full[6] = {}, staging[6] = {};
+
+  // Block 0's view.
+  double busy[6] = {}, gap[6] = {}, empty[6] = {}, full[6] = {}, staging[6] = {}, loads[6] = {};
+  int count[6] = {};
   for (int k = 0; k < n_ops; ++k) {
     const int kind = k == n_ops - 1 ? kOpLmHead : k % kOpsPerLayer;
-    busy[kind] += static_cast<double>(t[2 * k + 1] - t[2 * k]) / 1e3;
-    if (kind != kOpAttention) staging[kind] += static_cast<double>(staged[k] - t[2 * k]) / 1e3;
-    if (k + 1 < n_ops) gap[kind] += static_cast<double>(t[2 * k + 2] - t[2 * k + 1]) / 1e3;
-    empty[kind] += static_cast<double>(stall[2 * k]) / 1e3;
-    full[kind] += static_cast<double>(stall[2 * k + 1]) / 1e3;
+    ++count[kind];
+    busy[kind] += us(static_cast<double>(t[2 * k + 1] - t[2 * k]));
+    if (kind != kOpAttention && staged[k] >= t[2 * k]) staging[kind] += us(static_cast<double>(staged[k] - t[2 * k]));
+    if (kind != kOpAttention && loaded[k] >= t[2 * k]) loads[kind] += us(static_cast<double>(loaded[k] - t[2 * k]));
+    if (k + 1 < n_ops) gap[kind] += us(static_cast<double>(t[2 * k + 2] - t[2 * k + 1]));
+    empty[kind] += us(static_cast<double>(stall[2 * k]));
+    full[kind] += us(static_cast<double>(stall[2 * k + 1]));
   }
-  std::fprintf(stderr, "persistent decode step trace (block 0, last step): %.1f us from op 0 to the end\n",
-               static_cast<double>(t[2 * n_ops - 1] - t[0]) / 1e3);
-  std::fprintf(stderr, "  %-10s %10s %12s %14s %14s %16s  (us, all layers)\n", "op", "busy", "of it: input", "of it: no data",
-               "then waiting", "producer blocked");
+  std::fprintf(stderr, "persistent decode step trace (last step; SM clock %.0f MHz): %.1f us from op 0 to the end\n",
+               per_us, us(static_cast<double>(t[2 * n_ops - 1] - t[0])));
+  std::fprintf(stderr, "block 0 (us, all layers):\n  %-10s %10s %12s %12s %14s %14s %16s\n", "op", "busy",
+               "of it: loads", "of it: input", "of it: no data", "then waiting", "producer blocked");
   for (int i = 0; i < 6; ++i)
-    std::fprintf(stderr, "  %-10s %10.1f %12.1f %14.1f %14.1f %16.1f\n", names[i], busy[i], staging[i], empty[i], gap[i],
-                 full[i]);
+    std::fprintf(stderr, "  %-10s %10.1f %12.1f %12.1f %14.1f %14.1f %16.1f\n", names[i], busy[i], loads[i], staging[i],
+                 empty[i], gap[i], full[i]);
+
+  // Every block: when each started and ended each op, on block 0's clock.
+  // (differences taken in integers first: the timer counts from the epoch in
+  // ns, beyond a double's exact range)
+  auto diff = [](unsigned long long a, unsigned long long b) {
+    return static_cast<double>(static_cast<long long>(a - b));
+  };
+  auto at = [&](int k, int b, int w) {  // cycles since block 0 started
+    return diff(tb[(static_cast<std::size_t>(k) * kMaxTraceBlocks + b) * 2 + w], sync[2 * b + 1]) +
+           diff(sync[2 * b], sync[0]) * per_us / 1e3;
+  };
+  double span[6] = {}, skew[6] = {}, handoff[6] = {}, mean_busy[6] = {};
+  std::vector<int> last_hits(static_cast<std::size_t>(6) * G, 0);
+  for (int k = 0; k < n_ops; ++k) {
+    const int kind = k == n_ops - 1 ? kOpLmHead : k % kOpsPerLayer;
+    double s_min = 1e300, s_max = -1e300, e_max = -1e300, sum = 0;
+    int last = 0;
+    for (int b = 0; b < G; ++b) {
+      const double s0 = at(k, b, 0), e0 = at(k, b, 1);
+      s_min = std::min(s_min, s0);
+      s_max = std::max(s_max, s0);
+      if (e0 > e_max) e_max = e0, last = b;
+      sum += e0 - s0;
+    }
+    span[kind] += us(e_max - s_min);
+    skew[kind] += us(s_max - s_min);
+    mean_busy[kind] += us(sum / G);
+    if (k + 1 < n_ops) {
+      double next_min = 1e300;
+      for (int b = 0; b < G; ++b) next_min = std::min(next_min, at(k + 1, b, 0));
+      handoff[kind] += us(next_min - e_max);
+    }
+    ++last_hits[static_cast<std::size_t>(kind) * G + last];
+  }
+  std::fprintf(stderr, "every block (%d; us, all layers):\n  %-10s %10s %12s %12s %12s  %s\n", G, "op",
+               "first start to last end", "start skew", "mean busy", "handoff", "block most often last");
+  for (int i = 0; i < 6; ++i) {
+    int best = 0;
+    for (int b = 1; b < G; ++b)
+      if (last_hits[static_cast<std::size_t>(i) * G + b] > last_hits[static_cast<std::size_t>(i) * G + best]) best = b;
+    std::fprintf(stderr, "  %-10s %10.1f %12.1f %12.1f %12.1f  %d (%d of %d ops)\n", names[i], span[i], skew[i],
+                 mean_busy[i], handoff[i], best, last_hits[static_cast<std::size_t>(i) * G + best], count[i]);
+  }
+  // The probes, each under the op block 0 was in (or waiting after) when it began.
+  double l2[6] = {}, hbm[6] = {}, timer[6] = {};
+  int taken[6] = {};
+  for (int i = 0, k = 0; i < std::min(n_probes, kMaxProbes); ++i) {
+    const unsigned long long t0 = probe[4 * static_cast<std::size_t>(i)];
+    if (t0 < t[0]) continue;  // before the first op
+    while (k + 1 < n_ops && t0 >= t[2 * (k + 1)]) ++k;
+    const int kind = k == n_ops - 1 ? kOpLmHead : k % kOpsPerLayer;
+    ++taken[kind];
+    l2[kind] += us(static_cast<double>(probe[4 * static_cast<std::size_t>(i) + 1])) * 1e3;
+    hbm[kind] += us(static_cast<double>(probe[4 * static_cast<std::size_t>(i) + 2])) * 1e3;
+    timer[kind] += us(static_cast<double>(probe[4 * static_cast<std::size_t>(i) + 3])) * 1e3;
+  }
+  std::fprintf(stderr, "latency probes in block 0 while the step runs (ns, mean):\n  %-10s %8s %10s %10s %18s\n", "op",
+               "probes", "L2 load", "HBM load", "global timer read");
+  for (int i = 0; i < 6; ++i)
+    if (taken[i])
+      std::fprintf(stderr, "  %-10s %8d %10.0f %10.0f %18.0f\n", names[i], taken[i], l2[i] / taken[i],
+                   hbm[i] / taken[i], timer[i] / taken[i]);
 }
 
 }  // namespace
@@ -1001,6 +1302,10 @@ void decode_step_launch(const DecodeStepArgs& a) {
   p.exit_count = reinterpret_cast<unsigned*>(scratch + sl.exit);
   p.best = reinterpret_cast<unsigned long long*>(scratch + sl.best);
   p.partial = scratch + sl.partial;
+  p.merge_count = reinterpret_cast<unsigned*>(scratch + sl.merge);
+  p.attn_out = reinterpret_cast<bf16*>(scratch + sl.attn);
+  const char* merge = std::getenv("HIPFORMERS_PERSISTENT_MERGE");  // read per launch: tests switch it
+  p.merge_in_attention = merge && std::string(merge) == "attention";
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
@@ -1011,6 +1316,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
   if (trace) {
     static std::once_flag once;
     g_trace_layers = p.n_layers;
+    g_trace_grid = d.sms;
     std::call_once(once, [] { std::atexit(print_trace); });
   }
   static const int stages = [] {
@@ -1024,10 +1330,19 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return !(v && std::string(v) == "0");
   }();
   p.l2_hint = l2_hint;
+  static const unsigned ablate = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_ABLATE");
+    const unsigned bits = v ? static_cast<unsigned>(std::strtoul(v, nullptr, 0)) & 31u : 0u;
+    if (bits)
+      std::fprintf(stderr, "persistent decode step: HIPFORMERS_PERSISTENT_ABLATE=%u: time only, the outputs are wrong\n",
+                   bits);
+    return bits;
+  }();
+  p.ablate = ablate;
 
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(d.sms));
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(trace ? kThreadsTraced : kThreads);
   config.dynamicSmemBytes = SmemLayout::kTotal;
   config.stream = stream_for(dev);
   cudaLaunchAttribute attribute[1];

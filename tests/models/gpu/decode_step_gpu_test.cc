@@ -5,7 +5,8 @@
 // greedy tokens, the split-K merge across pages (contexts past 64 and 128
 // keys), q/k norm present and absent, head_dim 64 and 128, grouped query
 // heads, a vocabulary that is not a multiple of the tile, and steps whose
-// token comes from the previous step's argmax on the device.
+// token comes from the previous step's argmax on the device; the splits
+// merged where HIPFORMERS_PERSISTENT_MERGE says (o staging, attention).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -82,23 +83,30 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   std::vector<int32_t> prompt(static_cast<std::size_t>(prompt_len));
   for (int i = 0; i < prompt_len; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % spec.vocab);
 
-  const Run fast = decode(model, prompt, steps, steps / 2, "require");
   const Run ref = decode(model, prompt, steps, steps / 2, "0");
-  ASSERT_EQ(fast.logits.size(), ref.logits.size());
-  for (std::size_t s = 0; s < fast.logits.size(); ++s) {
-    const std::vector<float>& a = fast.logits[s];
-    const std::vector<float>& b = ref.logits[s];
-    ASSERT_EQ(a.size(), b.size());
-    float diff = 0, scale = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(a[i])) << name << " step " << s << " logit " << i;
-      diff = std::max(diff, std::fabs(a[i] - b[i]));
-      scale = std::max(scale, std::fabs(b[i]));
+  // the splits merged in the o projection's staging (the default) and in
+  // the attention op by each kv head's last split
+  for (const char* merge : {"o", "attention"}) {
+    SCOPED_TRACE(std::string("HIPFORMERS_PERSISTENT_MERGE=") + merge);
+    ::setenv("HIPFORMERS_PERSISTENT_MERGE", merge, 1);
+    const Run fast = decode(model, prompt, steps, steps / 2, "require");
+    ::unsetenv("HIPFORMERS_PERSISTENT_MERGE");
+    ASSERT_EQ(fast.logits.size(), ref.logits.size());
+    for (std::size_t s = 0; s < fast.logits.size(); ++s) {
+      const std::vector<float>& a = fast.logits[s];
+      const std::vector<float>& b = ref.logits[s];
+      ASSERT_EQ(a.size(), b.size());
+      float diff = 0, scale = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(a[i])) << name << " step " << s << " logit " << i;
+        diff = std::max(diff, std::fabs(a[i] - b[i]));
+        scale = std::max(scale, std::fabs(b[i]));
+      }
+      EXPECT_LE(diff, 3e-2f * scale) << name << " step " << s;
+      // the fused argmax is argmax() of the logits it stored (first on ties)
+      EXPECT_EQ(fast.next[s], std::max_element(a.begin(), a.end()) - a.begin()) << name << " step " << s;
+      EXPECT_EQ(fast.next[s], ref.next[s]) << name << " greedy token of step " << s;
     }
-    EXPECT_LE(diff, 3e-2f * scale) << name << " step " << s;
-    // the fused argmax is argmax() of the logits it stored (first on ties)
-    EXPECT_EQ(fast.next[s], std::max_element(a.begin(), a.end()) - a.begin()) << name << " step " << s;
-    EXPECT_EQ(fast.next[s], ref.next[s]) << name << " greedy token of step " << s;
   }
 }
 
