@@ -7,7 +7,10 @@
 #   bench/device_bench.sh ab        decode ms/step (and prefill tok/s) of the defaults and of variants
 #                                   (AB_VARIANTS, AB_BATCHES, AB_PROMPT, AB_GEN; e.g. AB_PROMPT=4096 AB_GEN=2
 #                                   AB_BATCHES=1 for prefill; the persistent step: AB_BATCHES=1
-#                                   AB_VARIANTS="default persistent persistent_no_hint persistent_trace")
+#                                   AB_VARIANTS="default persistent persistent_no_hint persistent_trace";
+#                                   its ablations, time only: persistent_ablateN with N the bits of
+#                                   HIPFORMERS_PERSISTENT_ABLATE, e.g. persistent_ablate1 (no grid waits),
+#                                   persistent_ablate15 (the weight stream and the ring alone))
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
@@ -104,14 +107,21 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             persistent) envs="HIPFORMERS_PERSISTENT_DECODE=require" ;;
             persistent_no_hint) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
             persistent_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_TRACE=1" ;;
+            # the kv heads' splits merged in the attention op instead of the o projection's staging
+            persistent_merge_attn) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_MERGE=attention" ;;
+            persistent_merge_attn_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_MERGE=attention HIPFORMERS_PERSISTENT_TRACE=1" ;;
+            # time only (outputs wrong): one kind of work left out of every op (decode_step_sm90_gpu.cu, kAblate*)
+            persistent_ablate*) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
           esac
           printf '%-14s batch %s prompt %s: ' "$v" "$b" "${AB_PROMPT:-128}"
-          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" \
+          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$OUT/ab_${v}_b$b.err" \
             --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
 r=json.loads(sys.stdin.read())
 print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"],
       r["prefill_tokens_per_s"]))'
+          # stderr: whole for the traced variants (their tables), else its last lines (errors, warnings)
+          case "$v" in *trace*) cat "$OUT/ab_${v}_b$b.err" ;; *) tail -n 3 "$OUT/ab_${v}_b$b.err" ;; esac
         done
       done ;;
     trace)
