@@ -10,7 +10,8 @@
 #                                   AB_VARIANTS="default persistent persistent_no_hint persistent_trace";
 #                                   its ablations, time only: persistent_ablateN with N the bits of
 #                                   HIPFORMERS_PERSISTENT_ABLATE, e.g. persistent_ablate1 (no grid waits),
-#                                   persistent_ablate15 (the weight stream and the ring alone))
+#                                   persistent_ablate31 (nearly all work left out: the weight stream, the
+#                                   ring, the staging and per-tile barriers remain))
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),

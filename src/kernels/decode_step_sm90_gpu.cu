@@ -137,7 +137,9 @@ constexpr unsigned kAblateNoWait = 1;       // ops do not wait for the op before
 constexpr unsigned kAblateNoStage = 2;      // GEMV ops do not stage their input (no norm, no L2 round trip)
 constexpr unsigned kAblateNoTileMath = 4;   // GEMV tiles are taken and given back, not multiplied
 constexpr unsigned kAblateNoAttention = 8;  // attention items take their K/V stages only; o merges nothing
-constexpr unsigned kAblateNoStores = 16;    // GEMV epilogues compute but store nothing
+constexpr unsigned kAblateNoStores = 16;    // GEMV epilogues compute but store nothing (nor load the residual)
+// Even with every bit (31), a tile split over warps (o, down) keeps its
+// barrier and shared-memory sum, and every op its staging barriers.
 
 // A developer tool: with HIPFORMERS_PERSISTENT_TRACE set, the traced
 // instantiation of the kernel runs (decode_step_kernel<true>), whose block 0
@@ -219,7 +221,7 @@ __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int wh
 
 __device__ __forceinline__ unsigned load_evict_first(const void* p, uint64_t policy) {
   unsigned v;
-  asm volatile("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy) : "memory");
+  asm volatile("ld.global.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy) : "memory");
   return v;
 }
 
@@ -353,7 +355,11 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     const Aux a = aux_of(p, k);
     if (a.n[0] > 0) {  // the op's norm weights, ahead of its tiles
       const int slot = aux_i % kAuxSlots, use = aux_i / kAuxSlots;
-      if (use > 0) ring_wait(&aux_empty[slot], (use - 1) & 1, kWaitFreeAux, k);
+      if (use > 0) {
+        const unsigned long long t0 = timing ? sm_clock() : 0;
+        ring_wait(&aux_empty[slot], (use - 1) & 1, kWaitFreeAux, k);
+        if (timing) blocked += sm_clock() - t0;
+      }
       const uint32_t b0 = static_cast<uint32_t>(a.n[0] * 2), b1 = static_cast<uint32_t>(a.n[1] * 2);
       mbarrier_arrive_expect_tx(&aux_full[slot], b0 + b1);
       bf16* dst = aux + slot * kAuxElems;
@@ -564,7 +570,8 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   const int r = warp % R, part = warp / R;
   const int span = g.in / parts, nvec = span / 8;
   const int half = R / 2;
-  const bool adds = kind == kOpO || kind == kOpDown;
+  // (kAblateNoStores: no residual loads either, nothing adds to them)
+  const bool adds = (kind == kOpO || kind == kOpDown) && !(p.ablate & kAblateNoStores);
   const int owner = adds ? residual_owner(g) : -1;
   ResidualAhead ra;
 #pragma unroll
@@ -620,17 +627,18 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
 // on its kv head's counter (its stores fenced first); the block that counts
 // last merges the kv head's splits, out = sum_q acc_q e^(m_q - M) / sum_q
 // l_q e^(m_q - M) (one pass, rescaled as the running max M grows), rounded
-// to bf16 into attn_out, and leaves the counter at zero for the next step.
+// to bf16 into attn_out; the counter wraps back to zero.
 __device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int D, unsigned char* smem) {
   int* s_last = reinterpret_cast<int*>(smem + SmemLayout::kRed);
   const int tid = threadIdx.x;
   if (tid == 0) {
     __threadfence();  // this block's partial, before its count
-    const bool last = atomicAdd(p.merge_count + g, 1u) == static_cast<unsigned>(nsplit - 1);
-    if (last) {
-      p.merge_count[g] = 0;  // every split of this step has counted
-      __threadfence();       // the other splits' partials, after their counts
-    }
+    // atomicInc wraps to 0 on the nsplit-th count: the counter is left zero
+    // for the next layer and step without a store that could erase a count
+    // (ablations without grid-wide waits let layers overlap)
+    const unsigned last_count = static_cast<unsigned>(nsplit - 1);
+    const bool last = atomicInc(p.merge_count + g, last_count) == last_count;
+    if (last) __threadfence();  // the other splits' partials, after their counts
     *s_last = last ? 1 : 0;
   }
   consumers_sync();
@@ -902,6 +910,18 @@ __device__ void stage_attention(const Params& p, int len, bf16* xs, unsigned cha
   }
 }
 
+// A (global timer, cycle counter) pair read together: at a tick of the
+// timer (so its resolution does not skew the pair) and the counter read once
+// the timer's value has arrived.
+__device__ __noinline__ void trace_sync_pair(unsigned long long* out) {
+  const unsigned long long t0 = global_timer();
+  unsigned long long g;
+  do g = global_timer();
+  while (g == t0);
+  out[1] = sm_clock_after(static_cast<unsigned>(g >> 32));
+  out[0] = g;
+}
+
 // The traced kernel's prober warp (block 0, lane 0): probes until the
 // consumers say the step is done (*stop), about one every microsecond.
 __device__ void trace_probes(const Params& p, const volatile int* stop) {
@@ -915,7 +935,7 @@ __device__ void trace_probes(const Params& p, const volatile int* stop) {
     const unsigned hbm = load_evict_first(p.lm_head + static_cast<int64_t>(p.V - 1 - n % p.V) * p.H, policy);
     const unsigned long long t2 = sm_clock_after(hbm);
     const unsigned long long g = global_timer();
-    const unsigned long long t3 = sm_clock_after(static_cast<unsigned>(g));
+    const unsigned long long t3 = sm_clock_after(static_cast<unsigned>(g >> 32));
     g_trace_probe[4 * n] = t0;
     g_trace_probe[4 * n + 1] = t1 - t0;
     g_trace_probe[4 * n + 2] = t2 - t1;
@@ -976,10 +996,7 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
   st.timing = kTrace && blockIdx.x == 0 && threadIdx.x == 0;
   // kTrace: every block's thread 0 records its op's start and end
   const bool block_timing = kTrace && threadIdx.x == 0 && blockIdx.x < kMaxTraceBlocks;
-  if (block_timing) {
-    g_trace_sync[2 * blockIdx.x] = global_timer();
-    g_trace_sync[2 * blockIdx.x + 1] = sm_clock();
-  }
+  if (block_timing) trace_sync_pair(&g_trace_sync[2 * blockIdx.x]);
   for (int k = 0; k < n_ops; ++k) {
     if (k > 0 && threadIdx.x == 0 && !(p.ablate & kAblateNoWait) && load_acquire_gpu(&p.done[k - 1]) < G) {
       const unsigned long long t0 = sm_clock();
@@ -1037,10 +1054,7 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
     if (threadIdx.x == 0) arrive_release(&p.done[k]);
   }
   if (kTrace && threadIdx.x == 0) *static_cast<volatile int*>(&trace_stop) = 1;
-  if (st.timing) {
-    g_trace_sync[2 * kMaxTraceBlocks] = global_timer();
-    g_trace_sync[2 * kMaxTraceBlocks + 1] = sm_clock();
-  }
+  if (st.timing) trace_sync_pair(&g_trace_sync[2 * kMaxTraceBlocks]);
   // argmax: the block's largest key, then across blocks
   for (int o = 16; o > 0; o >>= 1) st.best = max_u64(st.best, shfl_xor_u64(st.best, o));
   if (lane == 0 && st.best != 0) atomicMax(p.best, st.best);
