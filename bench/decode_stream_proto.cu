@@ -15,8 +15,10 @@
 // The ops are the Qwen3-0.6B step's projections: 28 x (q|k|v 4096x1024,
 // o 1024x2048, gate|up 6144x1024, down 1024x3072), then the lm_head
 // 151936x1024: 1.19 GB of bf16 weights. Printed: ms per step and GB/s, with
-// and without the dependency waits, and the first op's and the last op's
-// outputs against a plain one-kernel-per-op reference.
+// the dependency as counters, as flagged words (each output carries a tag
+// of its step and op, and the next op polls its input: one round trip, no
+// counter), without it, and the copies alone; and the last op's outputs of
+// both dependency kinds against a plain one-kernel-per-op reference.
 //
 // CUDA sm_90 only (bulk copies, mbarriers). Its numbers (H100, 2026-12-06,
 // fourth session) are in docs/PERFORMANCE.md; the runtime's persistent
@@ -58,13 +60,39 @@ bool ok(cudaError_t e, const char* what) {
 
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory"); }
 
+// The flagged-word exchange (the `flagged` variant): op k's outputs go out
+// as 32-bit words, the bf16 value in the low half and a 16-bit tag of
+// (step, op) in the high half; a 32-bit store is seen whole or not at all,
+// so op k + 1's blocks poll their input words until every tag is op k's,
+// and that one round trip replaces the counter (its release fence, its
+// add, the poll) and the input's load. Two vectors suffice, as for the
+// counters: no block can write op k + 1's outputs before every block has
+// staged op k's input (op k + 1 needs all of op k's outputs).
+__device__ __forceinline__ uint32_t flag_tag(unsigned epoch, int n_ops, int k) {
+  return (epoch * static_cast<unsigned>(n_ops) + static_cast<unsigned>(k)) & 0xffffu;
+}
+__device__ __forceinline__ void store_flagged(uint32_t* p, float v, uint32_t tag) {
+  const uint32_t word = (tag << 16) | __bfloat16_as_ushort(__float2bfloat16(v));
+  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
+}
+__device__ __forceinline__ uint4 load_flagged4(const uint32_t* p) {
+  uint4 v;
+  asm volatile("ld.relaxed.gpu.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
 // One step: every op in order. done[k] counts the blocks that finished op
-// k over all steps so far; step `epoch` (1, 2, ...) waits for done[k - 1]
-// to reach epoch * gridDim.x. vec[2]: the alternating vectors (op k reads
-// vec[k % 2], writes vec[(k + 1) % 2]).
+// k over all steps that count (not the flagged or copies-alone ones); the
+// `counted`-th such step waits for done[k - 1] to reach counted * gridDim.x.
+// epoch numbers every step (the flagged words' tags). vec[2]: the alternating vectors (op k reads
+// vec[k % 2], writes vec[(k + 1) % 2]). flagged: ops after the first read
+// and every op writes the flagged words fl[2] instead (no counters).
 __global__ void __launch_bounds__(kThreads, 1)
     stream_step(int n_ops, __nv_bfloat16* vec0, __nv_bfloat16* vec1, unsigned* done, unsigned epoch, int wait,
-                int stream_only) {
+                int stream_only, uint32_t* fl0, uint32_t* fl1, int flagged, unsigned counted) {
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* stages = smem;
   __nv_bfloat16* xs = reinterpret_cast<__nv_bfloat16*>(smem + kStages * kStageBytes);
@@ -115,14 +143,34 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Op op = c_ops[k];
     const __nv_bfloat16* x = k % 2 == 0 ? vec0 : vec1;
     __nv_bfloat16* y = k % 2 == 0 ? vec1 : vec0;
-    if (k > 0 && wait && threadIdx.x == 0) {
-      const unsigned target = epoch * static_cast<unsigned>(G);
+    uint32_t* fy = k % 2 == 0 ? fl1 : fl0;  // flagged: this op's outputs
+    const uint32_t tag_out = flag_tag(epoch, n_ops, k);
+    if (k > 0 && wait && !flagged && threadIdx.x == 0) {
+      const unsigned target = counted * static_cast<unsigned>(G);
       while (load_acquire_gpu(&done[k - 1]) < target) {
       }
     }
     consumers_sync();
-    for (int v = threadIdx.x; v < op.in / 8; v += kConsumerWarps * 32)  // through L2: written by other SMs
-      reinterpret_cast<uint4*>(xs)[v] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+    if (flagged && k > 0) {  // poll the input words until they carry op k - 1's tag
+      const uint32_t* fx = k % 2 == 0 ? fl0 : fl1;
+      const uint32_t tag_in = flag_tag(epoch, n_ops, k - 1);
+      for (int v = threadIdx.x; v < op.in / 4; v += kConsumerWarps * 32) {
+        uint4 w = load_flagged4(fx + 4 * v);
+        // (a short pause between polls: 132 blocks polling the same lines
+        // would crowd the L2 slices the writers store to)
+        while ((w.x >> 16) != tag_in || (w.y >> 16) != tag_in || (w.z >> 16) != tag_in || (w.w >> 16) != tag_in) {
+          __nanosleep(32);
+          w = load_flagged4(fx + 4 * v);
+        }
+        uint2 packed;
+        packed.x = (w.x & 0xffffu) | (w.y << 16);
+        packed.y = (w.z & 0xffffu) | (w.w << 16);
+        reinterpret_cast<uint2*>(xs)[v] = packed;
+      }
+    } else {
+      for (int v = threadIdx.x; v < op.in / 8; v += kConsumerWarps * 32)  // through L2: written by other SMs
+        reinterpret_cast<uint4*>(xs)[v] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+    }
     consumers_sync();
     const int R = op.rows, parts = kConsumerWarps / R;
     const int r = warp % R, part = warp / R;
@@ -149,18 +197,23 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
       const int row = t * R + r;
       if (parts == 1) {
-        if (lane == 0) y[row] = __float2bfloat16(acc);
+        if (lane == 0) {
+          if (flagged) store_flagged(fy + row, acc, tag_out);
+          else y[row] = __float2bfloat16(acc);
+        }
       } else {
         if (lane == 0) partial[r * kConsumerWarps + part] = acc;
         consumers_sync();
         if (threadIdx.x < R) {
           float sum = 0.0f;
           for (int q = 0; q < parts; ++q) sum += partial[threadIdx.x * kConsumerWarps + q];
-          y[t * R + threadIdx.x] = __float2bfloat16(sum);
+          if (flagged) store_flagged(fy + t * R + threadIdx.x, sum, tag_out);
+          else y[t * R + threadIdx.x] = __float2bfloat16(sum);
         }
         consumers_sync();  // partial is rewritten by the next tile
       }
     }
+    if (flagged) continue;  // no counter: the words carry their own readiness
     consumers_sync();  // every output of the block's tiles is stored
     if (threadIdx.x == 0) {
       __threadfence();
@@ -210,11 +263,15 @@ int main() {
   __nv_bfloat16* weights = nullptr;
   __nv_bfloat16 *vec[2] = {nullptr, nullptr}, *ref[2] = {nullptr, nullptr};
   unsigned* done = nullptr;
+  uint32_t* fl[2] = {nullptr, nullptr};
   const int64_t vec_elems = 151936;
   if (!ok(cudaMalloc(&weights, total * 2), "cudaMalloc weights") || !ok(cudaMalloc(&vec[0], vec_elems * 2), "cudaMalloc") ||
       !ok(cudaMalloc(&vec[1], vec_elems * 2), "cudaMalloc") || !ok(cudaMalloc(&ref[0], vec_elems * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&ref[1], vec_elems * 2), "cudaMalloc") || !ok(cudaMalloc(&done, kMaxOps * 4), "cudaMalloc"))
+      !ok(cudaMalloc(&ref[1], vec_elems * 2), "cudaMalloc") || !ok(cudaMalloc(&done, kMaxOps * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&fl[0], vec_elems * 4), "cudaMalloc") || !ok(cudaMalloc(&fl[1], vec_elems * 4), "cudaMalloc"))
     return 2;
+  cudaMemset(fl[0], 0, vec_elems * 4);
+  cudaMemset(fl[1], 0, vec_elems * 4);
   int64_t offset = 0;
   for (int k = 0; k < n_ops; ++k) {
     const Shape s = shapes[k];
@@ -237,12 +294,13 @@ int main() {
   if (!ok(cudaFuncSetAttribute(stream_step, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "smem"))
     return 2;
   cudaMemset(done, 0, kMaxOps * 4);
-  unsigned epoch = 0;
+  unsigned epoch = 0, counted = 0;
   // Cooperative: every block must be resident at once (they wait on each other).
+  // wait: 1 counters, 0 no waits, -1 the copies alone, 2 flagged words.
   auto launch = [&](int wait) {
-    int n = n_ops, w = wait > 0 ? 1 : 0, only = wait < 0 ? 1 : 0;
-    unsigned e = ++epoch;
-    void* args[] = {&n, &vec[0], &vec[1], &done, &e, &w, &only};
+    int n = n_ops, w = wait > 0 ? 1 : 0, only = wait < 0 ? 1 : 0, flagged = wait == 2 ? 1 : 0;
+    unsigned e = ++epoch, c = (wait == 0 || wait == 1) ? ++counted : counted;
+    void* args[] = {&n, &vec[0], &vec[1], &done, &e, &w, &only, &fl[0], &fl[1], &flagged, &c};
     return cudaLaunchCooperativeKernel(reinterpret_cast<void*>(stream_step), dim3(grid), dim3(kThreads), args, smem);
   };
   auto reset_input = [&] {
@@ -267,11 +325,23 @@ int main() {
   }
   std::printf("%s, %d SMs; %d ops, %.3f GB of weights\n", prop.name, grid, n_ops, total * 2 / 1e9);
   std::printf("last op's outputs vs the reference chain: max |diff| %.4g (max |ref| %.4g)\n", max_err, max_ref);
+  // The flagged exchange computes the same chain (the same sums, rounded at the same points).
+  reset_input();
+  if (!ok(launch(2), "cooperative launch (flagged)") || !ok(cudaDeviceSynchronize(), "flagged step")) return 2;
+  std::vector<uint32_t> words(vec_elems);
+  cudaMemcpy(words.data(), fl[n_ops % 2], vec_elems * 4, cudaMemcpyDeviceToHost);
+  double flag_err = 0;
+  for (int64_t i = 0; i < shapes.back().out; ++i) {
+    const uint16_t bits = static_cast<uint16_t>(words[i] & 0xffffu);
+    const double g = __bfloat162float(__ushort_as_bfloat16(bits)), w = __bfloat162float(want[i]);
+    flag_err = std::max(flag_err, std::fabs(g - w));
+  }
+  std::printf("flagged words: last op's outputs vs the reference chain: max |diff| %.4g\n", flag_err);
 
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  for (int wait = 1; wait >= -1; --wait) {
+  for (int wait : {1, 2, 0, -1}) {
     for (int w = 0; w < 5; ++w) launch(wait);
     std::vector<float> ms_list;
     for (int rep = 0; rep < 9; ++rep) {
@@ -286,9 +356,12 @@ int main() {
     }
     std::sort(ms_list.begin(), ms_list.end());
     const double ms = ms_list[ms_list.size() / 2];
-    std::printf("%-34s %.3f ms per step, %.0f GB/s\n",
-                wait > 0 ? "with the dependency waits" : wait == 0 ? "without them" : "copies alone (no compute)", ms,
-                total * 2 / (ms * 1e-3) / 1e9);
+    std::printf("%-44s %.3f ms per step, %.0f GB/s\n",
+                wait == 2   ? "flagged words (the dependency, no counters)"
+                : wait == 1 ? "with the dependency waits (counters)"
+                : wait == 0 ? "without them"
+                            : "copies alone (no compute)",
+                ms, total * 2 / (ms * 1e-3) / 1e9);
   }
   return 0;
 }
