@@ -111,6 +111,9 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             # the kv heads' splits merged in the attention op instead of the o projection's staging
             persistent_merge_attn) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_MERGE=attention" ;;
             persistent_merge_attn_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_MERGE=attention HIPFORMERS_PERSISTENT_TRACE=1" ;;
+            # the ops' outputs as flagged words instead of the done counters (merges in the attention op)
+            persistent_flagged) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;
+            persistent_flagged_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_EXCHANGE=flagged HIPFORMERS_PERSISTENT_TRACE=1" ;;
             # time only (outputs wrong): one kind of work left out of every op (decode_step_sm90_gpu.cu, kAblate*)
             persistent_ablate*) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
           esac

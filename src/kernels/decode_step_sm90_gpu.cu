@@ -43,6 +43,10 @@
 // with HIPFORMERS_PERSISTENT_MERGE=attention, the block finishing a kv
 // head's last split merges them instead, and the o op stages bf16 values.
 //
+// With HIPFORMERS_PERSISTENT_EXCHANGE=flagged (its own instantiation of the
+// kernel), no op waits on the done counters: each op's outputs go out as
+// flagged words that the next op polls (see "the flagged exchange" below).
+//
 // HIPFORMERS_PERSISTENT_TRACE and HIPFORMERS_PERSISTENT_ABLATE are developer
 // tools for finding where the step's time goes (g_trace*, kAblate*).
 #include <cuda_runtime.h>
@@ -125,7 +129,62 @@ struct Params {
   // the attention op, by the block that finishes the kv head's last split
   // (a counter per kv head), so the o op stages a plain bf16 vector.
   bool merge_in_attention;
+  // The flagged exchange (HIPFORMERS_PERSISTENT_EXCHANGE=flagged, the
+  // decode_step_kernel<..., true> instantiation): the ops' outputs go out as
+  // flagged words (below) instead of hidden, qkv, act and attn_out, and no
+  // op waits on the done counters. Implies merge_in_attention.
+  uint32_t *hidden_f, *qkv_f, *act_f, *attn_f;
+  unsigned* step_counter;  // [1]: steps run, for the flags' tags
 };
+
+// ---- the flagged exchange ------------------------------------------------------
+// An output value goes out as one 32-bit word, its bf16 bits in the low half
+// and a 16-bit tag of (step, op) in the high half. A 32-bit store is seen
+// whole or not at all, so the next op's blocks poll their input words until
+// every tag is the op's they need: one round trip through L2 replaces the
+// counters' (the block's release fence and add, the poll, then the load).
+// Reuse is safe with one buffer per kind: no block can write a buffer's next
+// values before every block has read its current ones, since the op that
+// writes them next depends, through the ops in between, on outputs every
+// block makes only after that read. Tags are never 0 (scratch starts
+// zeroed), and a word's previous tag differs from the awaited one by fewer
+// than the step's ops.
+__device__ __forceinline__ uint32_t flag_tag(unsigned step, int n_ops, int k) {
+  return (step * static_cast<unsigned>(n_ops) + static_cast<unsigned>(k)) % 65535u + 1u;
+}
+__device__ __forceinline__ void store_flagged(uint32_t* p, float v, uint32_t tag) {
+  const uint32_t word = (tag << 16) | __bfloat16_as_ushort(__float2bfloat16(v));
+  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
+}
+__device__ __forceinline__ uint4 load_relaxed4(const uint32_t* p) {
+  uint4 v;
+  asm volatile("ld.relaxed.gpu.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t load_relaxed1(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ bool tagged(const uint4& w, uint32_t tag) {
+  return (w.x >> 16) == tag && (w.y >> 16) == tag && (w.z >> 16) == tag && (w.w >> 16) == tag;
+}
+// Op k's tags (the flagged exchange): its inputs', its outputs', and the
+// residual rows' it adds to (o, down); an input tag of 0 polls nothing.
+struct Tags {
+  uint32_t in = 0, out = 0, residual = 0;
+  int k = 0;
+};
+
+// Eight values from two loaded word vectors.
+__device__ __forceinline__ uint4 pack_flagged8(const uint4& a, const uint4& b) {
+  return make_uint4((a.x & 0xffffu) | (a.y << 16), (a.z & 0xffffu) | (a.w << 16), (b.x & 0xffffu) | (b.y << 16),
+                    (b.z & 0xffffu) | (b.w << 16));
+}
+
 
 // Ablations, a developer tool for finding where the step's time goes: each
 // bit leaves one kind of work out of every op, so the step's time without
@@ -203,10 +262,10 @@ __device__ __forceinline__ unsigned long long sm_clock_after(unsigned v) {
 // block that never became resident): it prints what it waited for and traps,
 // so the launch fails with an error instead of hanging the GPU.
 constexpr unsigned long long kHangCycles = 1ull << 35;  // ~20 s at 1.7 GHz
-enum WaitFor : int { kWaitFreeStage, kWaitFreeAux, kWaitAux, kWaitOp };
+enum WaitFor : int { kWaitFreeStage, kWaitFreeAux, kWaitAux, kWaitOp, kWaitFlags };
 [[noreturn]] __device__ __noinline__ void hang(int what, int k) {
   const char* names[] = {"a free ring stage, stage", "a free aux slot, op", "the aux operands of op",
-                         "the other blocks to finish op"};
+                         "the other blocks to finish op", "the flagged inputs of op"};
   printf("hipformers persistent decode step: block %d waited over 2^35 cycles for %s %d; trapping\n",
          static_cast<int>(blockIdx.x), names[what], k);
   __trap();
@@ -217,6 +276,31 @@ __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int wh
   const unsigned long long t0 = sm_clock();
   while (!mbarrier_try_wait(bar, parity))
     if (sm_clock() - t0 > kHangCycles) hang(what, k);
+}
+
+// The flagged exchange's polls: re-read the words at p (already loaded
+// once into w) until every tag is `tag`; tag 0 takes them as they are (the
+// no-wait ablation). k: the op, for the hang report.
+__device__ __forceinline__ void poll_words(const uint32_t* p, uint4& w, uint32_t tag, int k) {
+  if (tag == 0 || tagged(w, tag)) return;
+  const unsigned long long t0 = sm_clock();
+  do {
+    __nanosleep(32);  // 132 blocks polling the same lines would crowd the L2 slices the writers store to
+    w = load_relaxed4(p);
+    if (sm_clock() - t0 > kHangCycles) hang(kWaitFlags, k);
+  } while (!tagged(w, tag));
+}
+__device__ __forceinline__ float poll_word(const uint32_t* p, uint32_t tag, int k) {
+  uint32_t w = load_relaxed1(p);
+  if (tag != 0 && (w >> 16) != tag) {
+    const unsigned long long t0 = sm_clock();
+    do {
+      __nanosleep(32);
+      w = load_relaxed1(p);
+      if (sm_clock() - t0 > kHangCycles) hang(kWaitFlags, k);
+    } while ((w >> 16) != tag);
+  }
+  return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(w & 0xffffu)));
 }
 
 __device__ __forceinline__ unsigned load_evict_first(const void* p, uint64_t policy) {
@@ -419,20 +503,58 @@ __device__ __forceinline__ float consumers_sum(float v, float* red) {
   return total;
 }
 
+constexpr int kMaxVec = kMaxIn / 8 / kConsumers;  // 8-value vectors of a staged input per thread
+
+// An op's input: xv[j] <- the 8 values of vector threadIdx.x + j kConsumers
+// (those below nv), every load in flight at once; from x through L2 (written
+// by other SMs) or, F with xf given, from the flagged words xf, polled until
+// their tags are `tag` (k: the op, for a hang report).
+template <bool F>
+__device__ __forceinline__ void load_input(const bf16* x, const uint32_t* xf, uint32_t tag, int k, int nv,
+                                           uint4 (&xv)[kMaxVec]) {
+  const int tid = threadIdx.x;
+  if constexpr (F) {
+    if (xf) {
+      uint4 a[kMaxVec], b[kMaxVec];
+#pragma unroll
+      for (int j = 0; j < kMaxVec; ++j) {
+        const int v = tid + j * kConsumers;
+        if (v < nv) {
+          a[j] = load_relaxed4(xf + 8 * v);
+          b[j] = load_relaxed4(xf + 8 * v + 4);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kMaxVec; ++j) {
+        const int v = tid + j * kConsumers;
+        if (v < nv) {
+          poll_words(xf + 8 * v, a[j], tag, k);
+          poll_words(xf + 8 * v + 4, b[j], tag, k);
+          xv[j] = pack_flagged8(a[j], b[j]);
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxVec; ++j) {
+    const int v = tid + j * kConsumers;
+    if (v < nv) xv[j] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
+  }
+}
+
 // xs = round(w * round(x / rms(x))) for x of n values (n % 8 == 0, n <= kMaxIn).
 // loaded: where thread 0 notes when its loads returned (kTrace), or null.
-__device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16* xs, float* red,
-                           unsigned long long* loaded) {
-  constexpr int kMaxVec = kMaxIn / 8 / kConsumers;
+template <bool F>
+__device__ void stage_norm(const bf16* x, const uint32_t* xf, uint32_t tag, int k, const bf16* w, int n, float eps,
+                           bf16* xs, float* red, unsigned long long* loaded) {
   const int tid = threadIdx.x, nv = n / 8;
   uint4 xv[kMaxVec], wv[kMaxVec];
+  load_input<F>(x, xf, tag, k, nv, xv);
 #pragma unroll
-  for (int j = 0; j < kMaxVec; ++j) {  // every load in flight at once
+  for (int j = 0; j < kMaxVec; ++j) {
     const int v = tid + j * kConsumers;
-    if (v < nv) {
-      xv[j] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
-      wv[j] = reinterpret_cast<const uint4*>(w)[v];  // w: the aux ring (shared memory)
-    }
+    if (v < nv) wv[j] = reinterpret_cast<const uint4*>(w)[v];  // w: the aux ring (shared memory)
   }
   float ss = 0;
 #pragma unroll
@@ -464,14 +586,11 @@ __device__ void stage_norm(const bf16* x, const bf16* w, int n, float eps, bf16*
   }
 }
 
-__device__ void stage_plain(const bf16* x, int n, bf16* xs, unsigned long long* loaded) {
-  constexpr int kMaxVec = kMaxIn / 8 / kConsumers;
+template <bool F>
+__device__ void stage_plain(const bf16* x, const uint32_t* xf, uint32_t tag, int k, int n, bf16* xs,
+                            unsigned long long* loaded) {
   uint4 xv[kMaxVec];
-#pragma unroll
-  for (int j = 0; j < kMaxVec; ++j) {  // every load in flight before the first store
-    const int v = threadIdx.x + j * kConsumers;
-    if (v < n / 8) xv[j] = __ldcg(reinterpret_cast<const uint4*>(x) + v);
-  }
+  load_input<F>(x, xf, tag, k, n / 8, xv);  // every load in flight before the first store
 #pragma unroll
   for (int j = 0; j < kMaxVec; ++j) {
     const int v = threadIdx.x + j * kConsumers;
@@ -532,24 +651,33 @@ __device__ __forceinline__ int residual_owner(const Gemv& g) {
   if (kConsumerWarps / g.rows == 1 && !g.pairs) return tid % 32 == 0 && tid / 32 < g.rows ? tid / 32 : -1;
   return tid < g.rows ? tid : -1;
 }
+template <bool F>
 __device__ __forceinline__ float residual_at(const Params& p, int kind, int layer, const bf16* embed_row,
-                                             const Gemv& g, int t, int r) {
+                                             const Gemv& g, int t, int r, const Tags& tags) {
   if (r < 0 || t >= g.tiles || t * g.rows + r >= g.out) return 0.0f;
-  const bf16* res = (kind == kOpO && layer == 0) ? embed_row : p.hidden;
-  return __bfloat162float(__ldcg(res + t * g.rows + r));  // written by another SM earlier in the step
+  const int row = t * g.rows + r;
+  if (kind == kOpO && layer == 0) return __bfloat162float(embed_row[row]);
+  if constexpr (F) return poll_word(p.hidden_f + row, tags.residual, tags.k);
+  return __bfloat162float(__ldcg(p.hidden + row));  // written by another SM earlier in the step
 }
 
 // One output value of a non-pair GEMV: row `row`, sum `acc`; `old`: the
 // residual row's value before (o, down).
-__device__ __forceinline__ void gemv_output(const Params& p, int kind, int row, float acc, float old, GemvState& st) {
+template <bool F>
+__device__ __forceinline__ void gemv_output(const Params& p, int kind, int row, float acc, float old, GemvState& st,
+                                            const Tags& tags) {
   const bool keep = !(p.ablate & kAblateNoStores);
   switch (kind) {
     case kOpQkv:
-      if (keep) store(p.qkv + row, acc);
+      if (!keep) break;
+      if constexpr (F) store_flagged(p.qkv_f + row, acc, tags.out);
+      else store(p.qkv + row, acc);
       break;
     case kOpO:
     case kOpDown:
-      if (keep) store(p.hidden + row, bf16_round(bf16_round(acc) + old));
+      if (!keep) break;
+      if constexpr (F) store_flagged(p.hidden_f + row, bf16_round(bf16_round(acc) + old), tags.out);
+      else store(p.hidden + row, bf16_round(bf16_round(acc) + old));
       break;
     default: {  // lm_head
       const float v = bf16_round(acc);
@@ -560,9 +688,10 @@ __device__ __forceinline__ void gemv_output(const Params& p, int kind, int row, 
   }
 }
 
-template <bool kTrace>
+template <bool kTrace, bool F>
 __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs, const unsigned char* ring,
-                           uint64_t* full, uint64_t* empty, float* rows_smem, const bf16* embed_row, GemvState& st) {
+                           uint64_t* full, uint64_t* empty, float* rows_smem, const bf16* embed_row, GemvState& st,
+                           const Tags& tags) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
@@ -575,13 +704,13 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   const int owner = adds ? residual_owner(g) : -1;
   ResidualAhead ra;
 #pragma unroll
-  for (int j = 0; j < kAhead; ++j) ra.v[j] = residual_at(p, kind, layer, embed_row, g, b + j * G, owner);
+  for (int j = 0; j < kAhead; ++j) ra.v[j] = residual_at<F>(p, kind, layer, embed_row, g, b + j * G, owner, tags);
   for (int t = b; t < g.tiles; t += G, ++st.i) {
     const float old = ra.v[0];
     if (adds) {
 #pragma unroll
       for (int j = 0; j + 1 < kAhead; ++j) ra.v[j] = ra.v[j + 1];
-      ra.v[kAhead - 1] = residual_at(p, kind, layer, embed_row, g, t + kAhead * G, owner);
+      ra.v[kAhead - 1] = residual_at<F>(p, kind, layer, embed_row, g, t + kAhead * G, owner, tags);
     }
     const int s = st.i % p.stages;
     // rows of this tile that exist (the last tile may be short)
@@ -596,7 +725,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
     if (parts == 1 && !g.pairs) {
-      if (lane == 0 && mine) gemv_output(p, kind, t * R + r, acc, old, st);
+      if (lane == 0 && mine) gemv_output<F>(p, kind, t * R + r, acc, old, st, tags);
       continue;
     }
     float* rs = rows_smem + (st.i & 1) * 64;  // two buffers: one barrier per tile
@@ -612,12 +741,18 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
         }
         const float gv = bf16_round(gs), uv = bf16_round(us);
         const float silu = gv / (1.0f + expf(-gv));
-        if (!(p.ablate & kAblateNoStores)) store(p.act + t * half + tid, bf16_round(bf16_round(silu) * uv));
+        const float out = bf16_round(bf16_round(silu) * uv);
+        if (p.ablate & kAblateNoStores) {
+        } else if constexpr (F) {
+          store_flagged(p.act_f + t * half + tid, out, tags.out);
+        } else {
+          store(p.act + t * half + tid, out);
+        }
       }
     } else if (tid < valid) {
       float sum = 0.0f;
       for (int q = 0; q < parts; ++q) sum += rs[tid * 8 + q];
-      gemv_output(p, kind, t * R + tid, sum, old, st);
+      gemv_output<F>(p, kind, t * R + tid, sum, old, st, tags);
     }
   }
 }
@@ -628,7 +763,9 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
 // last merges the kv head's splits, out = sum_q acc_q e^(m_q - M) / sum_q
 // l_q e^(m_q - M) (one pass, rescaled as the running max M grows), rounded
 // to bf16 into attn_out; the counter wraps back to zero.
-__device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int D, unsigned char* smem) {
+template <bool F>
+__device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int D, unsigned char* smem,
+                              const Tags& tags) {
   int* s_last = reinterpret_cast<int*>(smem + SmemLayout::kRed);
   const int tid = threadIdx.x;
   if (tid == 0) {
@@ -660,7 +797,9 @@ __device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int
       a = a * c_old + aq * c_q;
       m = m_new;
     }
-    store(p.attn_out + static_cast<int64_t>(g * group + gg) * D + d, a / l);
+    const int64_t at = static_cast<int64_t>(g * group + gg) * D + d;
+    if constexpr (F) store_flagged(p.attn_f + at, a / l, tags.out);
+    else store(p.attn_out + at, a / l);
   }
 }
 
@@ -668,9 +807,10 @@ __device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int
 // (K page in one ring stage, V page in the next), softmax over the page,
 // p . v, written as a split partial (max, sum, acc[D]) per query head; the o
 // projection's staging merges the splits (stage_attention).
-template <int kPer, bool kTrace>  // head dims per lane: D = 32 kPer
+template <int kPer, bool kTrace, bool F>  // head dims per lane: D = 32 kPer
 __device__ void attention_op(const Params& p, int layer, int len, unsigned char* smem, const unsigned char* ring,
-                             uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm, GemvState& st) {
+                             uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm, GemvState& st,
+                             const Tags& tags) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads, group = heads / kvh;
@@ -703,8 +843,15 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
     for (int v = tid; v < (group + 2) * D / 8; v += kConsumers) {
       const int hh = v * 8 / D, d = v * 8 % D;
       const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
-      reinterpret_cast<uint4*>(s_heads)[v] =
-          __ldcg(reinterpret_cast<const uint4*>(p.qkv + static_cast<int64_t>(src_head) * D + d));
+      const int64_t at = static_cast<int64_t>(src_head) * D + d;
+      if constexpr (F) {
+        uint4 a = load_relaxed4(p.qkv_f + at), c = load_relaxed4(p.qkv_f + at + 4);
+        poll_words(p.qkv_f + at, a, tags.in, tags.k);
+        poll_words(p.qkv_f + at + 4, c, tags.in, tags.k);
+        reinterpret_cast<uint4*>(s_heads)[v] = pack_flagged8(a, c);
+      } else {
+        reinterpret_cast<uint4*>(s_heads)[v] = __ldcg(reinterpret_cast<const uint4*>(p.qkv + at));
+      }
     }
     consumers_sync();
     for (int task = warp; task < group + (has_new ? 1 : 0); task += kConsumerWarps) {
@@ -818,7 +965,7 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
       pp[2 + d] = a;
     }
     consumers_sync();  // shared memory is reused by the next item
-    if (p.merge_in_attention) merge_if_last(p, g, nsplit, group, D, smem);
+    if (F || p.merge_in_attention) merge_if_last<F>(p, g, nsplit, group, D, smem, tags);
   }
 }
 
@@ -947,8 +1094,10 @@ __device__ void trace_probes(const Params& p, const volatile int* stop) {
 
 // ---- the kernel ------------------------------------------------------------------
 // kTrace: the HIPFORMERS_PERSISTENT_TRACE build of the kernel (its timers
-// cost registers, so the plain kernel has none).
-template <bool kTrace>
+// cost registers, so the plain kernel has none). F: the flagged exchange
+// between ops instead of the done counters (an instantiation of its own, so
+// the counters' kernels keep their registers).
+template <bool kTrace, bool F>
 __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
     decode_step_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -992,13 +1141,15 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
   const int n_ops = kOpsPerLayer * p.n_layers + 1;
   const bf16* embed_row = p.embed + static_cast<int64_t>(p.ids[0]) * p.H;
   const int len = p.seq_lens[0];  // the sequence's length, this token included
+  const unsigned step = F ? *p.step_counter : 0u;  // (the last block of the step before wrote it)
+  const bool poll = !(p.ablate & kAblateNoWait);
   GemvState st;
   st.timing = kTrace && blockIdx.x == 0 && threadIdx.x == 0;
   // kTrace: every block's thread 0 records its op's start and end
   const bool block_timing = kTrace && threadIdx.x == 0 && blockIdx.x < kMaxTraceBlocks;
   if (block_timing) trace_sync_pair(&g_trace_sync[2 * blockIdx.x]);
   for (int k = 0; k < n_ops; ++k) {
-    if (k > 0 && threadIdx.x == 0 && !(p.ablate & kAblateNoWait) && load_acquire_gpu(&p.done[k - 1]) < G) {
+    if (!F && k > 0 && threadIdx.x == 0 && !(p.ablate & kAblateNoWait) && load_acquire_gpu(&p.done[k - 1]) < G) {
       const unsigned long long t0 = sm_clock();
       while (load_acquire_gpu(&p.done[k - 1]) < G)
         if (sm_clock() - t0 > kHangCycles) hang(kWaitOp, k - 1);
@@ -1007,6 +1158,15 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
     if (st.timing) g_trace[2 * k] = sm_clock();
     if (block_timing) g_trace_blocks[(k * kMaxTraceBlocks + blockIdx.x) * 2] = sm_clock();
     const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
+    Tags tags;  // F: what this op polls for and stamps its outputs with
+    if constexpr (F) {
+      tags.k = k;
+      tags.out = flag_tag(step, n_ops, k);
+      tags.in = poll && k > 0 ? flag_tag(step, n_ops, k - 1) : 0u;
+      // the residual rows o and down add to: the down before o (k - 3), the o before down (k - 2)
+      if (kind == kOpO && layer > 0 && poll) tags.residual = flag_tag(step, n_ops, k - 3);
+      if (kind == kOpDown && poll) tags.residual = flag_tag(step, n_ops, k - 2);
+    }
     // The op's aux operands (norm weights) in shared memory, once landed.
     const Aux a = aux_of(p, k);
     const bf16* aux_w = nullptr;
@@ -1021,27 +1181,35 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
       const Layer& L = p.layers[layer];
       const bf16* qn = aux_w ? aux_w : L.q_norm;
       const bf16* kn = aux_w ? aux_w + p.D : L.k_norm;
-      if (p.D == 128) attention_op<4, kTrace>(p, layer, len, smem, ring, full, empty, qn, kn, st);
-      else attention_op<2, kTrace>(p, layer, len, smem, ring, full, empty, qn, kn, st);
+      if (p.D == 128) attention_op<4, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
+      else attention_op<2, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
     } else {
       const Gemv g = gemv_of(p, k);
       unsigned long long* loaded = kTrace && st.timing ? &g_trace_loaded[k] : nullptr;
       // (one call site per staging kind: each inlined copy costs registers)
-      const bool no_stage = (p.ablate & kAblateNoStage) || (kind == kOpO && (p.ablate & kAblateNoAttention));
+      // A block with no tile of the op has no use for its input. (The flagged
+      // exchange depends on it: such a block's reads would be tied to no
+      // output, so the words could be overwritten by a later op while it
+      // polls them.)
+      const bool no_stage = (p.ablate & kAblateNoStage) || (kind == kOpO && (p.ablate & kAblateNoAttention)) ||
+                            static_cast<int>(blockIdx.x) >= g.tiles;
       if (no_stage) {
         // time only: the input stays whatever the last op staged
-      } else if (kind == kOpO && !p.merge_in_attention) {
-        stage_attention(p, len, xs, smem, loaded);
+      } else if (!F && kind == kOpO && !p.merge_in_attention) {
+        if constexpr (!F) stage_attention(p, len, xs, smem, loaded);
       } else if (kind == kOpO || kind == kOpDown) {
         const bool o = kind == kOpO;
-        stage_plain(o ? p.attn_out : p.act, o ? p.heads * p.D : p.I, xs, loaded);
-      } else {  // q|k|v, gate|up, lm_head: the residual stream, normalised
-        stage_norm(kind == kOpQkv && layer == 0 ? embed_row : p.hidden, aux_w, p.H, p.eps, xs, red, loaded);
+        stage_plain<F>(o ? p.attn_out : p.act, o ? p.attn_f : p.act_f, tags.in, k, o ? p.heads * p.D : p.I, xs,
+                       loaded);
+      } else {  // q|k|v, gate|up, lm_head: the residual stream, normalised (layer 0's q|k|v: the embedding)
+        const bool embedding = kind == kOpQkv && layer == 0;
+        stage_norm<F>(embedding ? embed_row : p.hidden, embedding ? nullptr : p.hidden_f, tags.in, k, aux_w, p.H,
+                      p.eps, xs, red, loaded);
       }
       consumers_sync();
       if (st.timing) g_trace_staged[k] = sm_clock();
       if (aux_slot >= 0 && threadIdx.x == 0) mbarrier_arrive(&aux_empty[aux_slot]);  // staged: the slot may refill
-      gemv_tiles<kTrace>(p, k, g, xs, ring, full, empty, rows_smem, embed_row, st);
+      gemv_tiles<kTrace, F>(p, k, g, xs, ring, full, empty, rows_smem, embed_row, st, tags);
     }
     consumers_sync();  // every output of this block's part of op k is stored
     if (kind == kOpAttention && aux_slot >= 0 && threadIdx.x == 0) mbarrier_arrive(&aux_empty[aux_slot]);
@@ -1051,7 +1219,7 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
       st.stall = 0;
     }
     if (block_timing) g_trace_blocks[(k * kMaxTraceBlocks + blockIdx.x) * 2 + 1] = sm_clock();
-    if (threadIdx.x == 0) arrive_release(&p.done[k]);
+    if (!F && threadIdx.x == 0) arrive_release(&p.done[k]);
   }
   if (kTrace && threadIdx.x == 0) *static_cast<volatile int*>(&trace_stop) = 1;
   if (st.timing) trace_sync_pair(&g_trace_sync[2 * kMaxTraceBlocks]);
@@ -1065,6 +1233,7 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
       __threadfence();
       const unsigned long long best = atomicExch(p.best, 0ull);
       *p.next = best == 0 ? 0 : argmax_key_index(best);  // 0: no logits (an ablation's step), still a valid id
+      if (F) *p.step_counter = step + 1;
       for (int k = 0; k < n_ops; ++k) p.done[k] = 0;
       *p.exit_count = 0;
     }
@@ -1099,11 +1268,12 @@ DeviceInfo device_info(int dev) {
       int cur = 0;
       check(cudaGetDevice(&cur), "cudaGetDevice");
       check(cudaSetDevice(dev), "cudaSetDevice");
-      for (auto kernel : {decode_step_kernel<false>, decode_step_kernel<true>})
+      for (auto kernel : {decode_step_kernel<false, false>, decode_step_kernel<true, false>,
+                          decode_step_kernel<false, true>, decode_step_kernel<true, true>})
         check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SmemLayout::kTotal),
               "cudaFuncSetAttribute");
       int per_sm = 0;
-      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel<true>, kThreadsTraced,
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step_kernel<true, true>, kThreadsTraced,
                                                           SmemLayout::kTotal),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
       check(cudaSetDevice(cur), "cudaSetDevice");
@@ -1115,17 +1285,25 @@ DeviceInfo device_info(int dev) {
 }
 
 // Scratch layout (F32 elements): done [n_ops], exit [1], merge counters
-// [kv_heads], pad to 8 bytes, best (2 elements), pad to 16 bytes, the
-// merged attention output (heads D bf16), partials.
+// [kv_heads], the step counter [1], pad to 8 bytes, best (2 elements), pad
+// to 16 bytes, the merged attention output (heads D bf16), the flagged
+// words (hidden [kMaxH], q|k|v [(heads + 2 kv_heads) D], act [kMaxIn],
+// attention output [heads D], each from a 16-byte boundary), partials.
 struct ScratchLayout {
-  int64_t done, exit, merge, best, attn, partial, total;
+  int64_t done, exit, merge, step, best, attn, hidden_f, qkv_f, act_f, attn_f, partial, total;
   ScratchLayout(int64_t n_layers, int64_t kv_heads, int64_t heads, int64_t D, int64_t max_splits) {
+    auto align4 = [](int64_t e) { return (e + 3) / 4 * 4; };
     done = 0;
     exit = done + kOpsPerLayer * n_layers + 1;
     merge = exit + 1;
-    best = (merge + kv_heads + 1) / 2 * 2;
-    attn = (best + 2 + 3) / 4 * 4;
-    partial = attn + heads * D / 2;
+    step = merge + kv_heads;
+    best = (step + 1 + 1) / 2 * 2;
+    attn = align4(best + 2);
+    hidden_f = align4(attn + heads * D / 2);
+    qkv_f = hidden_f + kMaxH;
+    act_f = align4(qkv_f + (heads + 2 * kv_heads) * D);
+    attn_f = act_f + kMaxIn;
+    partial = align4(attn_f + heads * D);
     total = partial + max_splits * heads * (D + 2);
   }
 };
@@ -1318,8 +1496,16 @@ void decode_step_launch(const DecodeStepArgs& a) {
   p.partial = scratch + sl.partial;
   p.merge_count = reinterpret_cast<unsigned*>(scratch + sl.merge);
   p.attn_out = reinterpret_cast<bf16*>(scratch + sl.attn);
-  const char* merge = std::getenv("HIPFORMERS_PERSISTENT_MERGE");  // read per launch: tests switch it
-  p.merge_in_attention = merge && std::string(merge) == "attention";
+  p.step_counter = reinterpret_cast<unsigned*>(scratch + sl.step);
+  p.hidden_f = reinterpret_cast<uint32_t*>(scratch + sl.hidden_f);
+  p.qkv_f = reinterpret_cast<uint32_t*>(scratch + sl.qkv_f);
+  p.act_f = reinterpret_cast<uint32_t*>(scratch + sl.act_f);
+  p.attn_f = reinterpret_cast<uint32_t*>(scratch + sl.attn_f);
+  // read per launch: the tests switch them
+  const char* merge = std::getenv("HIPFORMERS_PERSISTENT_MERGE");
+  const char* exchange = std::getenv("HIPFORMERS_PERSISTENT_EXCHANGE");
+  const bool flagged = exchange && std::string(exchange) == "flagged";
+  p.merge_in_attention = flagged || (merge && std::string(merge) == "attention");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
@@ -1357,6 +1543,8 @@ void decode_step_launch(const DecodeStepArgs& a) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(d.sms));
   config.blockDim = dim3(trace ? kThreadsTraced : kThreads);
+  auto kernel = flagged ? (trace ? decode_step_kernel<true, true> : decode_step_kernel<false, true>)
+                        : (trace ? decode_step_kernel<true, false> : decode_step_kernel<false, false>);
   config.dynamicSmemBytes = SmemLayout::kTotal;
   config.stream = stream_for(dev);
   cudaLaunchAttribute attribute[1];
@@ -1364,7 +1552,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  check(cudaLaunchKernelEx(&config, trace ? decode_step_kernel<true> : decode_step_kernel<false>, p),
+  check(cudaLaunchKernelEx(&config, kernel, p),
         "cudaLaunchKernelEx (persistent decode step)");
 }
 

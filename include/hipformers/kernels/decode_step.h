@@ -59,10 +59,13 @@ struct DecodeStepArgs {
   const PagedBatch* batch = nullptr;  // one sequence, one token; its seq_lens/block_table are read on the device
   // Outputs and buffers (bf16 unless said): hidden [>= 1, H] (the residual
   // stream), qkv [>= 1, (heads + 2 kv_heads) D], act [>= 1, I],
-  // logits [>= 1, V], next I32 [>= 1] (argmax of the logits).
+  // logits [>= 1, V], next I32 [>= 1] (argmax of the logits). With
+  // HIPFORMERS_PERSISTENT_EXCHANGE=flagged the ops hand their values on
+  // through the scratch instead, and hidden, qkv and act are left as they were.
   Tensor *hidden = nullptr, *qkv = nullptr, *act = nullptr, *logits = nullptr, *next = nullptr;
   // F32, decode_step_scratch_elems() elements, zero-filled before its first
-  // use; every step leaves its counters zero again (graph replays reuse it).
+  // use; every step leaves its counters zero again but for a count of the
+  // steps run (graph replays reuse it).
   Tensor* scratch = nullptr;
 };
 

@@ -6,13 +6,15 @@
 // keys), q/k norm present and absent, head_dim 64 and 128, grouped query
 // heads, a vocabulary that is not a multiple of the tile, and steps whose
 // token comes from the previous step's argmax on the device; the splits
-// merged where HIPFORMERS_PERSISTENT_MERGE says (o staging, attention).
+// merged where HIPFORMERS_PERSISTENT_MERGE says (o staging, attention), and
+// the ops' outputs exchanged as HIPFORMERS_PERSISTENT_EXCHANGE says.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hipformers/core/error.h"
@@ -85,12 +87,16 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
 
   const Run ref = decode(model, prompt, steps, steps / 2, "0");
   // the splits merged in the o projection's staging (the default) and in
-  // the attention op by each kv head's last split
-  for (const char* merge : {"o", "attention"}) {
-    SCOPED_TRACE(std::string("HIPFORMERS_PERSISTENT_MERGE=") + merge);
-    ::setenv("HIPFORMERS_PERSISTENT_MERGE", merge, 1);
+  // the attention op by each kv head's last split; the ops' outputs
+  // exchanged through the done counters (the default) or as flagged words
+  const std::pair<const char*, const char*> variants[] = {{"HIPFORMERS_PERSISTENT_MERGE", "o"},
+                                                          {"HIPFORMERS_PERSISTENT_MERGE", "attention"},
+                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}};
+  for (const auto& [variable, value] : variants) {
+    SCOPED_TRACE(std::string(variable) + "=" + value);
+    ::setenv(variable, value, 1);
     const Run fast = decode(model, prompt, steps, steps / 2, "require");
-    ::unsetenv("HIPFORMERS_PERSISTENT_MERGE");
+    ::unsetenv(variable);
     ASSERT_EQ(fast.logits.size(), ref.logits.size());
     for (std::size_t s = 0; s < fast.logits.size(); ++s) {
       const std::vector<float>& a = fast.logits[s];
