@@ -57,6 +57,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend.h"
@@ -642,23 +643,56 @@ __device__ __forceinline__ float dot_row(const bf16* wrow, const bf16* x, int nv
 // ahead, and move up one slot per tile: read in the epilogue, each would
 // cost the tile an L2 round trip. The thread owning row r of a tile:
 // lane 0 of warp r when a warp takes a whole row, else thread r.
+// F (the flagged exchange): the slots hold the words as loaded, their tags
+// checked only when used, so the load's round trip still overlaps the tiles
+// in between.
 constexpr int kAhead = 2;
+template <bool F>
 struct ResidualAhead {
   float v[kAhead];
+};
+template <>
+struct ResidualAhead<true> {
+  uint32_t v[kAhead];
 };
 __device__ __forceinline__ int residual_owner(const Gemv& g) {
   const int tid = threadIdx.x;
   if (kConsumerWarps / g.rows == 1 && !g.pairs) return tid % 32 == 0 && tid / 32 < g.rows ? tid / 32 : -1;
   return tid < g.rows ? tid : -1;
 }
+__device__ __forceinline__ bool residual_row(const Gemv& g, int t, int r) {
+  return r >= 0 && t < g.tiles && t * g.rows + r < g.out;
+}
+// Row r of tile t's old residual value as a slot holds it.
 template <bool F>
-__device__ __forceinline__ float residual_at(const Params& p, int kind, int layer, const bf16* embed_row,
-                                             const Gemv& g, int t, int r, const Tags& tags) {
-  if (r < 0 || t >= g.tiles || t * g.rows + r >= g.out) return 0.0f;
+__device__ __forceinline__ auto residual_load(const Params& p, int kind, int layer, const bf16* embed_row,
+                                              const Gemv& g, int t, int r) {
+  using Slot = std::remove_reference_t<decltype(ResidualAhead<F>{}.v[0])>;
+  if (!residual_row(g, t, r)) return Slot{};
   const int row = t * g.rows + r;
-  if (kind == kOpO && layer == 0) return __bfloat162float(embed_row[row]);
-  if constexpr (F) return poll_word(p.hidden_f + row, tags.residual, tags.k);
-  return __bfloat162float(__ldcg(p.hidden + row));  // written by another SM earlier in the step
+  if constexpr (F) {
+    // layer 0's o adds to the embedding: its bits with tag 0 (taken as they are)
+    if (kind == kOpO && layer == 0) return static_cast<uint32_t>(__bfloat16_as_ushort(embed_row[row]));
+    return load_relaxed1(p.hidden_f + row);
+  } else {
+    if (kind == kOpO && layer == 0) return __bfloat162float(embed_row[row]);
+    return __bfloat162float(__ldcg(p.hidden + row));  // written by another SM earlier in the step
+  }
+}
+// The value of a slot, when it is used (F: its tag checked, polled again if
+// the word was not yet written when it was loaded).
+template <bool F, typename Slot>
+__device__ __forceinline__ float residual_value(const Params& p, const Gemv& g, int t, int r, Slot slot,
+                                                const Tags& tags) {
+  if constexpr (F) {
+    if (!residual_row(g, t, r)) return 0.0f;
+    if (tags.residual != 0 && (slot >> 16) != tags.residual)
+      return poll_word(p.hidden_f + t * g.rows + r, tags.residual, tags.k);
+    return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(slot & 0xffffu)));
+  } else {
+    (void)p, (void)g, (void)t, (void)r, (void)tags;
+    return slot;
+  }
 }
 
 // One output value of a non-pair GEMV: row `row`, sum `acc`; `old`: the
@@ -702,15 +736,15 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   // (kAblateNoStores: no residual loads either, nothing adds to them)
   const bool adds = (kind == kOpO || kind == kOpDown) && !(p.ablate & kAblateNoStores);
   const int owner = adds ? residual_owner(g) : -1;
-  ResidualAhead ra;
+  ResidualAhead<F> ra;
 #pragma unroll
-  for (int j = 0; j < kAhead; ++j) ra.v[j] = residual_at<F>(p, kind, layer, embed_row, g, b + j * G, owner, tags);
+  for (int j = 0; j < kAhead; ++j) ra.v[j] = residual_load<F>(p, kind, layer, embed_row, g, b + j * G, owner);
   for (int t = b; t < g.tiles; t += G, ++st.i) {
-    const float old = ra.v[0];
+    const auto slot = ra.v[0];
     if (adds) {
 #pragma unroll
       for (int j = 0; j + 1 < kAhead; ++j) ra.v[j] = ra.v[j + 1];
-      ra.v[kAhead - 1] = residual_at<F>(p, kind, layer, embed_row, g, t + kAhead * G, owner, tags);
+      ra.v[kAhead - 1] = residual_load<F>(p, kind, layer, embed_row, g, t + kAhead * G, owner);
     }
     const int s = st.i % p.stages;
     // rows of this tile that exist (the last tile may be short)
@@ -725,7 +759,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
     if (parts == 1 && !g.pairs) {
-      if (lane == 0 && mine) gemv_output<F>(p, kind, t * R + r, acc, old, st, tags);
+      if (lane == 0 && mine) gemv_output<F>(p, kind, t * R + r, acc, residual_value<F>(p, g, t, owner, slot, tags), st, tags);
       continue;
     }
     float* rs = rows_smem + (st.i & 1) * 64;  // two buffers: one barrier per tile
@@ -752,7 +786,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     } else if (tid < valid) {
       float sum = 0.0f;
       for (int q = 0; q < parts; ++q) sum += rs[tid * 8 + q];
-      gemv_output<F>(p, kind, t * R + tid, sum, old, st, tags);
+      gemv_output<F>(p, kind, t * R + tid, sum, residual_value<F>(p, g, t, owner, slot, tags), st, tags);
     }
   }
 }
