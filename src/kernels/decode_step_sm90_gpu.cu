@@ -1345,6 +1345,7 @@ struct ScratchLayout {
 int64_t max_splits_for(int64_t max_seq_len) { return (max_seq_len + kPageKeys - 1) / kPageKeys; }
 
 int g_trace_layers = 0, g_trace_grid = 0;
+bool g_trace_flagged = false;
 
 // The trace (HIPFORMERS_PERSISTENT_TRACE), printed at exit for the last step.
 // Cycle counts become microseconds at the rate block 0 measured over the
@@ -1390,6 +1391,9 @@ void print_trace() {
   }
   std::fprintf(stderr, "persistent decode step trace (last step; SM clock %.0f MHz): %.1f us from op 0 to the end\n",
                per_us, us(static_cast<double>(t[2 * n_ops - 1] - t[0])));
+  if (g_trace_flagged)
+    std::fprintf(stderr, "  (flagged exchange: an op starts without waiting; its wait for its input is inside \"busy\", "
+                         "\"of it: loads\" and \"of it: input\", and \"then waiting\" and the handoff are ~0)\n");
   std::fprintf(stderr, "block 0 (us, all layers):\n  %-10s %10s %12s %12s %14s %14s %16s\n", "op", "busy",
                "of it: loads", "of it: input", "of it: no data", "then waiting", "producer blocked");
   for (int i = 0; i < 6; ++i)
@@ -1551,6 +1555,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
     static std::once_flag once;
     g_trace_layers = p.n_layers;
     g_trace_grid = d.sms;
+    g_trace_flagged = flagged;
     std::call_once(once, [] { std::atexit(print_trace); });
   }
   static const int stages = [] {
@@ -1573,6 +1578,10 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return bits;
   }();
   p.ablate = ablate;
+  // With the flagged exchange, leaving out staging, the attention or the
+  // stores also leaves out what ties one op's writes to the reads before
+  // them (or the writes a poll waits for): those ablations poll nothing.
+  if (flagged && (p.ablate & (kAblateNoStage | kAblateNoAttention | kAblateNoStores))) p.ablate |= kAblateNoWait;
 
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(d.sms));

@@ -6,8 +6,10 @@
 // keys), q/k norm present and absent, head_dim 64 and 128, grouped query
 // heads, a vocabulary that is not a multiple of the tile, and steps whose
 // token comes from the previous step's argmax on the device; the splits
-// merged where HIPFORMERS_PERSISTENT_MERGE says (o staging, attention), and
-// the ops' outputs exchanged as HIPFORMERS_PERSISTENT_EXCHANGE says.
+// merged where HIPFORMERS_PERSISTENT_MERGE says (o staging, attention), the
+// ops' outputs exchanged as HIPFORMERS_PERSISTENT_EXCHANGE says (counters,
+// flagged words, the two alternating on one workspace), and a hidden size
+// that gives every block several o and down tiles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,7 +52,10 @@ struct Run {
 
 // Prefill `prompt`, then `steps` greedy decode steps; from step `chain_from`
 // on, the token comes from the previous step's argmax on the device.
-Run decode(const CausalLM& model, const std::vector<int32_t>& prompt, int steps, int chain_from, const char* mode) {
+// alternate: the persistent steps switch between the flagged exchange (even
+// steps) and the counters (odd) on one workspace.
+Run decode(const CausalLM& model, const std::vector<int32_t>& prompt, int steps, int chain_from, const char* mode,
+           bool alternate = false) {
   ::setenv("HIPFORMERS_PERSISTENT_DECODE", mode, 1);
   const int64_t total = static_cast<int64_t>(prompt.size()) + steps;
   PagedKVCache cache(model, PagedKVCache::pages_for(total) + 2);
@@ -67,12 +72,14 @@ Run decode(const CausalLM& model, const std::vector<int32_t>& prompt, int steps,
     const int32_t fed = chained ? 0 : token;  // chained steps must ignore the prepared id
     const SequenceStep step[] = {{std::span<const int32_t>(&fed, 1), static_cast<int64_t>(prompt.size()) + s, pages}};
     model.prepare_step(ws, cache, step);
+    if (alternate) ::setenv("HIPFORMERS_PERSISTENT_EXCHANGE", s % 2 == 0 ? "flagged" : "counters", 1);
     model.forward_step(ws, cache, true, chained);
     run.logits.push_back(ws.logits_row_host(0));
     token = ws.next_ids()[0];
     run.next.push_back(token);
   }
   ::unsetenv("HIPFORMERS_PERSISTENT_DECODE");
+  ::unsetenv("HIPFORMERS_PERSISTENT_EXCHANGE");
   return run;
 }
 
@@ -89,13 +96,16 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   // the splits merged in the o projection's staging (the default) and in
   // the attention op by each kv head's last split; the ops' outputs
   // exchanged through the done counters (the default) or as flagged words
+  // (and the two exchanges alternating step by step on one workspace)
   const std::pair<const char*, const char*> variants[] = {{"HIPFORMERS_PERSISTENT_MERGE", "o"},
                                                           {"HIPFORMERS_PERSISTENT_MERGE", "attention"},
-                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}};
+                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
+                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "alternating"}};
   for (const auto& [variable, value] : variants) {
     SCOPED_TRACE(std::string(variable) + "=" + value);
-    ::setenv(variable, value, 1);
-    const Run fast = decode(model, prompt, steps, steps / 2, "require");
+    const bool alternate = std::string(value) == "alternating";
+    if (!alternate) ::setenv(variable, value, 1);
+    const Run fast = decode(model, prompt, steps, steps / 2, "require", alternate);
     ::unsetenv(variable);
     ASSERT_EQ(fast.logits.size(), ref.logits.size());
     for (std::size_t s = 0; s < fast.logits.size(); ++s) {
@@ -159,6 +169,20 @@ TEST(PersistentDecodeStep, LlamaHeadDim64NoQkNormMatchesPerKernelStep) {
   spec.head_dim = 64;
   spec.max_positions = 512;
   expect_persistent_matches(spec, "pd_llama_64", 30, 50);
+}
+
+TEST(PersistentDecodeStep, WideHiddenGivesBlocksSeveralTiles) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  TinySpec spec;
+  spec.vocab = 600;
+  spec.hidden = 4096;  // the o and down projections: 512 tiles of 8 rows, several a block
+  spec.intermediate = 1024;
+  spec.layers = 2;
+  spec.heads = 8;
+  spec.kv_heads = 2;
+  spec.head_dim = 128;
+  spec.max_positions = 256;
+  expect_persistent_matches(spec, "pd_wide", 70, 10);
 }
 
 TEST(PersistentDecodeStep, RequiredButUnsupportedIsAClearError) {
