@@ -136,6 +136,11 @@ struct Params {
   // op waits on the done counters. Implies merge_in_attention.
   uint32_t *hidden_f, *qkv_f, *act_f, *attn_f;
   unsigned* step_counter;  // [1]: steps run, for the flags' tags
+  // A test's switch (HIPFORMERS_PERSISTENT_JITTER=1, flagged exchange only):
+  // each block sleeps a pseudo-random 0-4 us before each op, so the blocks
+  // run the ops in many relative orders and a schedule the exchange's
+  // argument missed shows up as a wrong value or a trapped poll.
+  bool jitter;
 };
 
 // ---- the flagged exchange ------------------------------------------------------
@@ -1194,6 +1199,16 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
     const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
     Tags tags;  // F: what this op polls for and stamps its outputs with
     if constexpr (F) {
+      if (p.jitter) {  // (uniform: every consumer thread takes the barrier)
+        if (threadIdx.x == 0) {
+          uint32_t h = (blockIdx.x * 2654435761u) ^ (static_cast<uint32_t>(k) * 40503u) ^ (step * 2246822519u);
+          h ^= h >> 13;
+          h *= 3266489917u;
+          h ^= h >> 16;
+          __nanosleep(h % 4096u);
+        }
+        consumers_sync();
+      }
       tags.k = k;
       tags.out = flag_tag(step, n_ops, k);
       tags.in = poll && k > 0 ? flag_tag(step, n_ops, k - 1) : 0u;
@@ -1544,6 +1559,8 @@ void decode_step_launch(const DecodeStepArgs& a) {
   const char* exchange = std::getenv("HIPFORMERS_PERSISTENT_EXCHANGE");
   const bool flagged = exchange && std::string(exchange) == "flagged";
   p.merge_in_attention = flagged || (merge && std::string(merge) == "attention");
+  const char* jitter = std::getenv("HIPFORMERS_PERSISTENT_JITTER");
+  p.jitter = flagged && jitter && std::string(jitter) == "1";
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));

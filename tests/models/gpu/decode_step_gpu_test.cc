@@ -96,17 +96,23 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   // the splits merged in the o projection's staging (the default) and in
   // the attention op by each kv head's last split; the ops' outputs
   // exchanged through the done counters (the default) or as flagged words
-  // (and the two exchanges alternating step by step on one workspace)
+  // (and the two exchanges alternating step by step on one workspace, and
+  // the flagged one with each block sleeping 0-4 us before each op, so the
+  // blocks meet the ops in many relative orders)
   const std::pair<const char*, const char*> variants[] = {{"HIPFORMERS_PERSISTENT_MERGE", "o"},
                                                           {"HIPFORMERS_PERSISTENT_MERGE", "attention"},
                                                           {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
-                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "alternating"}};
+                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "alternating"},
+                                                          {"HIPFORMERS_PERSISTENT_JITTER", "1"}};
   for (const auto& [variable, value] : variants) {
     SCOPED_TRACE(std::string(variable) + "=" + value);
     const bool alternate = std::string(value) == "alternating";
+    const bool jitter = std::string(variable) == "HIPFORMERS_PERSISTENT_JITTER";
     if (!alternate) ::setenv(variable, value, 1);
+    if (jitter) ::setenv("HIPFORMERS_PERSISTENT_EXCHANGE", "flagged", 1);
     const Run fast = decode(model, prompt, steps, steps / 2, "require", alternate);
     ::unsetenv(variable);
+    ::unsetenv("HIPFORMERS_PERSISTENT_EXCHANGE");
     ASSERT_EQ(fast.logits.size(), ref.logits.size());
     for (std::size_t s = 0; s < fast.logits.size(); ++s) {
       const std::vector<float>& a = fast.logits[s];
