@@ -32,7 +32,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "kernels/gpu/bulk_copy.h"  // mbarriers, bulk copies (the runtime's persistent step uses them too)
+#include "kernels/gpu/bulk_copy.h"      // mbarriers, bulk copies (the runtime's persistent step uses them too)
+#include "kernels/gpu/flagged_words.h"  // the flagged exchange (likewise)
 
 namespace {
 
@@ -60,29 +61,11 @@ bool ok(cudaError_t e, const char* what) {
 
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory"); }
 
-// The flagged-word exchange (the `flagged` variant): op k's outputs go out
-// as 32-bit words, the bf16 value in the low half and a 16-bit tag of
-// (step, op) in the high half; a 32-bit store is seen whole or not at all,
-// so op k + 1's blocks poll their input words until every tag is op k's,
-// and that one round trip replaces the counter (its release fence, its
-// add, the poll) and the input's load. Two vectors suffice, as for the
-// counters: no block can write op k + 1's outputs before every block has
-// staged op k's input (op k + 1 needs all of op k's outputs).
-__device__ __forceinline__ uint32_t flag_tag(unsigned epoch, int n_ops, int k) {
-  return (epoch * static_cast<unsigned>(n_ops) + static_cast<unsigned>(k)) & 0xffffu;
-}
-__device__ __forceinline__ void store_flagged(uint32_t* p, float v, uint32_t tag) {
-  const uint32_t word = (tag << 16) | __bfloat16_as_ushort(__float2bfloat16(v));
-  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
-}
-__device__ __forceinline__ uint4 load_flagged4(const uint32_t* p) {
-  uint4 v;
-  asm volatile("ld.relaxed.gpu.global.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
+// The flagged-word exchange (the `flagged` variant, gpu/flagged_words.h): op
+// k's outputs go out as tagged words, op k + 1's blocks poll their input
+// words until every tag is op k's. Two vectors suffice, as for the counters:
+// no block can write op k + 1's outputs before every block has staged op k's
+// input (op k + 1 needs all of op k's outputs).
 
 // One step: every op in order. done[k] counts the blocks that finished op
 // k over all steps that count (not the flagged or copies-alone ones); the
@@ -155,17 +138,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t* fx = k % 2 == 0 ? fl0 : fl1;
       const uint32_t tag_in = flag_tag(epoch, n_ops, k - 1);
       for (int v = threadIdx.x; v < op.in / 4; v += kConsumerWarps * 32) {
-        uint4 w = load_flagged4(fx + 4 * v);
+        uint4 w = load_relaxed4(fx + 4 * v);
         // (a short pause between polls: 132 blocks polling the same lines
         // would crowd the L2 slices the writers store to)
-        while ((w.x >> 16) != tag_in || (w.y >> 16) != tag_in || (w.z >> 16) != tag_in || (w.w >> 16) != tag_in) {
+        while (!tagged(w, tag_in)) {
           __nanosleep(32);
-          w = load_flagged4(fx + 4 * v);
+          w = load_relaxed4(fx + 4 * v);
         }
-        uint2 packed;
-        packed.x = (w.x & 0xffffu) | (w.y << 16);
-        packed.y = (w.z & 0xffffu) | (w.w << 16);
-        reinterpret_cast<uint2*>(xs)[v] = packed;
+        reinterpret_cast<uint2*>(xs)[v] = pack_flagged4(w);
       }
     } else {
       for (int v = threadIdx.x; v < op.in / 8; v += kConsumerWarps * 32)  // through L2: written by other SMs

@@ -63,6 +63,7 @@
 #include "backend.h"
 #include "gpu/argmax_key.h"
 #include "gpu/bulk_copy.h"
+#include "gpu/flagged_words.h"
 #include "gpu/gpu_types.h"
 #include "gpu/paged_decode.h"  // load_vec
 #include "gpu/qk_norm_rope.h"
@@ -144,40 +145,13 @@ struct Params {
 };
 
 // ---- the flagged exchange ------------------------------------------------------
-// An output value goes out as one 32-bit word, its bf16 bits in the low half
-// and a 16-bit tag of (step, op) in the high half. A 32-bit store is seen
-// whole or not at all, so the next op's blocks poll their input words until
-// every tag is the op's they need: one round trip through L2 replaces the
-// counters' (the block's release fence and add, the poll, then the load).
+// (gpu/flagged_words.h: the words, their tags, their loads and stores)
 // Reuse is safe with one buffer per kind: no block can write a buffer's next
 // values before every block has read its current ones, since the op that
 // writes them next depends, through the ops in between, on outputs every
-// block makes only after that read. Tags are never 0 (scratch starts
-// zeroed), and a word's previous tag differs from the awaited one by fewer
-// than the step's ops.
-__device__ __forceinline__ uint32_t flag_tag(unsigned step, int n_ops, int k) {
-  return (step * static_cast<unsigned>(n_ops) + static_cast<unsigned>(k)) % 65535u + 1u;
-}
-__device__ __forceinline__ void store_flagged(uint32_t* p, float v, uint32_t tag) {
-  const uint32_t word = (tag << 16) | __bfloat16_as_ushort(__float2bfloat16(v));
-  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
-}
-__device__ __forceinline__ uint4 load_relaxed4(const uint32_t* p) {
-  uint4 v;
-  asm volatile("ld.relaxed.gpu.global.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ uint32_t load_relaxed1(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ bool tagged(const uint4& w, uint32_t tag) {
-  return (w.x >> 16) == tag && (w.y >> 16) == tag && (w.z >> 16) == tag && (w.w >> 16) == tag;
-}
+// reading block makes only after that read (a block with no tile of an op
+// reads none of its input). A word's previous tag differs from the awaited
+// one by fewer than the step's ops.
 // Op k's tags (the flagged exchange): its inputs', its outputs', and the
 // residual rows' it adds to (o, down); an input tag of 0 polls nothing.
 struct Tags {
@@ -185,11 +159,6 @@ struct Tags {
   int k = 0;
 };
 
-// Eight values from two loaded word vectors.
-__device__ __forceinline__ uint4 pack_flagged8(const uint4& a, const uint4& b) {
-  return make_uint4((a.x & 0xffffu) | (a.y << 16), (a.z & 0xffffu) | (a.w << 16), (b.x & 0xffffu) | (b.y << 16),
-                    (b.z & 0xffffu) | (b.w << 16));
-}
 
 
 // Ablations, a developer tool for finding where the step's time goes: each
@@ -306,7 +275,7 @@ __device__ __forceinline__ float poll_word(const uint32_t* p, uint32_t tag, int 
       if (sm_clock() - t0 > kHangCycles) hang(kWaitFlags, k);
     } while ((w >> 16) != tag);
   }
-  return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(w & 0xffffu)));
+  return flagged_value(w);
 }
 
 __device__ __forceinline__ unsigned load_evict_first(const void* p, uint64_t policy) {
@@ -693,7 +662,7 @@ __device__ __forceinline__ float residual_value(const Params& p, const Gemv& g, 
     if (!residual_row(g, t, r)) return 0.0f;
     if (tags.residual != 0 && (slot >> 16) != tags.residual)
       return poll_word(p.hidden_f + t * g.rows + r, tags.residual, tags.k);
-    return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(slot & 0xffffu)));
+    return flagged_value(slot);
   } else {
     (void)p, (void)g, (void)t, (void)r, (void)tags;
     return slot;

@@ -134,60 +134,33 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
 
 TEST(PersistentDecodeStep, Qwen3HeadDim128MatchesPerKernelStep) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
-  TinySpec spec;
-  spec.vocab = 1003;  // not a multiple of the 8-row tile
-  spec.hidden = 256;
-  spec.intermediate = 384;
-  spec.layers = 3;
-  spec.heads = 8;
-  spec.kv_heads = 2;
-  spec.head_dim = 128;
-  spec.max_positions = 512;
+  // a vocabulary that is not a multiple of the 8-row tile
+  const TinySpec spec{.vocab = 1003, .hidden = 256, .intermediate = 384, .layers = 3, .heads = 8, .kv_heads = 2,
+                      .head_dim = 128, .max_positions = 512};
   // 120 prompt tokens + 20 steps: the context crosses pages at 128 (splits merge)
   expect_persistent_matches(spec, "pd_qwen3_128", 120, 20);
 }
 
 TEST(PersistentDecodeStep, LongContextMergesSplitsInChunks) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
-  TinySpec spec;
-  spec.vocab = 700;
-  spec.hidden = 128;
-  spec.intermediate = 256;
-  spec.layers = 2;
-  spec.heads = 8;
-  spec.kv_heads = 4;
-  spec.head_dim = 128;
-  spec.max_positions = 1024;
+  const TinySpec spec{.vocab = 700, .hidden = 128, .intermediate = 256, .layers = 2, .heads = 8, .kv_heads = 4,
+                      .head_dim = 128, .max_positions = 1024};
   // 700 keys = 11 pages: the o projection's staging merges them in chunks
   expect_persistent_matches(spec, "pd_long", 690, 12);
 }
 
 TEST(PersistentDecodeStep, LlamaHeadDim64NoQkNormMatchesPerKernelStep) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
-  TinySpec spec;
-  spec.model_type = "llama";
-  spec.vocab = 512;
-  spec.hidden = 512;
-  spec.intermediate = 1344;
-  spec.layers = 2;
-  spec.heads = 8;
-  spec.kv_heads = 8;
-  spec.head_dim = 64;
-  spec.max_positions = 512;
+  const TinySpec spec{.model_type = "llama", .vocab = 512, .hidden = 512, .intermediate = 1344, .layers = 2,
+                      .heads = 8, .kv_heads = 8, .head_dim = 64, .max_positions = 512};
   expect_persistent_matches(spec, "pd_llama_64", 30, 50);
 }
 
 TEST(PersistentDecodeStep, WideHiddenGivesBlocksSeveralTiles) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
-  TinySpec spec;
-  spec.vocab = 600;
-  spec.hidden = 4096;  // the o and down projections: 512 tiles of 8 rows, several a block
-  spec.intermediate = 1024;
-  spec.layers = 2;
-  spec.heads = 8;
-  spec.kv_heads = 2;
-  spec.head_dim = 128;
-  spec.max_positions = 256;
+  // the o and down projections: 512 tiles of 8 rows, several a block
+  const TinySpec spec{.vocab = 600, .hidden = 4096, .intermediate = 1024, .layers = 2, .heads = 8, .kv_heads = 2,
+                      .head_dim = 128, .max_positions = 256};
   expect_persistent_matches(spec, "pd_wide", 70, 10);
 }
 
