@@ -104,19 +104,18 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
             split_attn) envs="HIPFORMERS_DECODE_ATTENTION=split" ;;
             l2_unbounded) envs="HIPFORMERS_GEMV_L2_BYTES=0" ;;
-            # the opt-in persistent step (batch 1 only); _trace prints its per-op trace at exit
-            persistent) envs="HIPFORMERS_PERSISTENT_DECODE=require" ;;
-            persistent_no_hint) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
-            persistent_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_TRACE=1" ;;
-            # the kv heads' splits merged in the attention op instead of the o projection's staging
-            persistent_merge_attn) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_MERGE=attention" ;;
-            persistent_merge_attn_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_MERGE=attention HIPFORMERS_PERSISTENT_TRACE=1" ;;
-            # the ops' outputs as flagged words instead of the done counters (merges in the attention op)
-            persistent_flagged) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;
-            persistent_flagged_trace) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_EXCHANGE=flagged HIPFORMERS_PERSISTENT_TRACE=1" ;;
-            # time only (outputs wrong): one kind of work left out of every op (decode_step_sm90_gpu.cu, kAblate*)
-            persistent_ablate*) envs="HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
+            # The opt-in persistent step (batch 1 only; every persistent* variant requires it, and a
+            # *_trace one prints its per-op trace at exit): without the L2 hint; the kv heads' splits
+            # merged in the attention op instead of the o projection's staging; the ops' outputs as
+            # flagged words instead of the done counters; time only (outputs wrong), one kind of work
+            # left out of every op (decode_step_sm90_gpu.cu, kAblate*).
+            persistent_no_hint) envs="HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
+            persistent_merge_attn*) envs="HIPFORMERS_PERSISTENT_MERGE=attention" ;;
+            persistent_flagged*) envs="HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;
+            persistent_ablate*) envs="HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
           esac
+          case "$v" in persistent*) envs="HIPFORMERS_PERSISTENT_DECODE=require $envs" ;; esac
+          case "$v" in persistent*_trace) envs="$envs HIPFORMERS_PERSISTENT_TRACE=1" ;; esac
           printf '%-14s batch %s prompt %s: ' "$v" "$b" "${AB_PROMPT:-128}"
           env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$OUT/ab_${v}_b$b.err" \
             --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '

@@ -152,14 +152,13 @@ struct Params {
 // reading block makes only after that read (a block with no tile of an op
 // reads none of its input). A word's previous tag differs from the awaited
 // one by fewer than the step's ops.
-// Op k's tags (the flagged exchange): its inputs', its outputs', and the
-// residual rows' it adds to (o, down); an input tag of 0 polls nothing.
+//
+// Op k's tags: its inputs', its outputs', and the residual rows' it adds to
+// (o, down); an input tag of 0 polls nothing.
 struct Tags {
   uint32_t in = 0, out = 0, residual = 0;
   int k = 0;
 };
-
-
 
 // Ablations, a developer tool for finding where the step's time goes: each
 // bit leaves one kind of work out of every op, so the step's time without
@@ -176,11 +175,11 @@ constexpr unsigned kAblateNoStores = 16;    // GEMV epilogues compute but store 
 // barrier and shared-memory sum, and every op its staging barriers.
 
 // A developer tool: with HIPFORMERS_PERSISTENT_TRACE set, the traced
-// instantiation of the kernel runs (decode_step_kernel<true>), whose block 0
-// stores the global timer when its wait for op k returned (start) and when
-// its share of op k was done (end), and how long it waited on the ring both
-// ways; printed at exit for the last step.
-// Every g_trace* value is in SM cycles unless said.
+// instantiation of the kernel runs (decode_step_kernel<true, F>), whose
+// block 0 stores when its wait for op k returned (start) and when its share
+// of op k was done (end), and how long it waited on the ring both ways;
+// printed at exit (print_trace) for the last step. Every g_trace* value is
+// in SM cycles unless said.
 constexpr int kMaxOps = kMaxLayers * 5 + 1;
 __device__ unsigned long long g_trace[2 * kMaxOps];
 // [2k]: block 0's consumer thread 0 waiting for op k's stages to land (the
@@ -245,12 +244,16 @@ enum WaitFor : int { kWaitFreeStage, kWaitFreeAux, kWaitAux, kWaitOp, kWaitFlags
          static_cast<int>(blockIdx.x), names[what], k);
   __trap();
 }
+// Every bounded wait: started at t0 (SM cycles), it traps once it is late.
+__device__ __forceinline__ void trap_if_late(unsigned long long t0, int what, int k) {
+  if (sm_clock() - t0 > kHangCycles) hang(what, k);
+}
+
 // mbarrier_wait, bounded.
 __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int what, int k) {
   if (mbarrier_try_wait(bar, parity)) return;
   const unsigned long long t0 = sm_clock();
-  while (!mbarrier_try_wait(bar, parity))
-    if (sm_clock() - t0 > kHangCycles) hang(what, k);
+  while (!mbarrier_try_wait(bar, parity)) trap_if_late(t0, what, k);
 }
 
 // The flagged exchange's polls: re-read the words at p (already loaded
@@ -262,8 +265,15 @@ __device__ __forceinline__ void poll_words(const uint32_t* p, uint4& w, uint32_t
   do {
     __nanosleep(32);  // 132 blocks polling the same lines would crowd the L2 slices the writers store to
     w = load_relaxed4(p);
-    if (sm_clock() - t0 > kHangCycles) hang(kWaitFlags, k);
+    trap_if_late(t0, kWaitFlags, k);
   } while (!tagged(w, tag));
+}
+// Eight values from the two word vectors at p (loaded once as a, b), polled
+// until every tag is `tag`.
+__device__ __forceinline__ uint4 poll_flagged8(const uint32_t* p, uint4 a, uint4 b, uint32_t tag, int k) {
+  poll_words(p, a, tag, k);
+  poll_words(p + 4, b, tag, k);
+  return pack_flagged8(a, b);
 }
 __device__ __forceinline__ float poll_word(const uint32_t* p, uint32_t tag, int k) {
   uint32_t w = load_relaxed1(p);
@@ -272,7 +282,7 @@ __device__ __forceinline__ float poll_word(const uint32_t* p, uint32_t tag, int 
     do {
       __nanosleep(32);
       w = load_relaxed1(p);
-      if (sm_clock() - t0 > kHangCycles) hang(kWaitFlags, k);
+      trap_if_late(t0, kWaitFlags, k);
     } while ((w >> 16) != tag);
   }
   return flagged_value(w);
@@ -502,11 +512,7 @@ __device__ __forceinline__ void load_input(const bf16* x, const uint32_t* xf, ui
 #pragma unroll
       for (int j = 0; j < kMaxVec; ++j) {
         const int v = tid + j * kConsumers;
-        if (v < nv) {
-          poll_words(xf + 8 * v, a[j], tag, k);
-          poll_words(xf + 8 * v + 4, b[j], tag, k);
-          xv[j] = pack_flagged8(a[j], b[j]);
-        }
+        if (v < nv) xv[j] = poll_flagged8(xf + 8 * v, a[j], b[j], tag, k);
       }
       return;
     }
@@ -853,10 +859,9 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
       const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
       const int64_t at = static_cast<int64_t>(src_head) * D + d;
       if constexpr (F) {
-        uint4 a = load_relaxed4(p.qkv_f + at), c = load_relaxed4(p.qkv_f + at + 4);
-        poll_words(p.qkv_f + at, a, tags.in, tags.k);
-        poll_words(p.qkv_f + at + 4, c, tags.in, tags.k);
-        reinterpret_cast<uint4*>(s_heads)[v] = pack_flagged8(a, c);
+        const uint32_t* words = p.qkv_f + at;
+        reinterpret_cast<uint4*>(s_heads)[v] =
+            poll_flagged8(words, load_relaxed4(words), load_relaxed4(words + 4), tags.in, tags.k);
       } else {
         reinterpret_cast<uint4*>(s_heads)[v] = __ldcg(reinterpret_cast<const uint4*>(p.qkv + at));
       }
@@ -1159,8 +1164,7 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
   for (int k = 0; k < n_ops; ++k) {
     if (!F && k > 0 && threadIdx.x == 0 && !(p.ablate & kAblateNoWait) && load_acquire_gpu(&p.done[k - 1]) < G) {
       const unsigned long long t0 = sm_clock();
-      while (load_acquire_gpu(&p.done[k - 1]) < G)
-        if (sm_clock() - t0 > kHangCycles) hang(kWaitOp, k - 1);
+      while (load_acquire_gpu(&p.done[k - 1]) < G) trap_if_late(t0, kWaitOp, k - 1);
     }
     consumers_sync();
     if (st.timing) g_trace[2 * k] = sm_clock();
@@ -1524,12 +1528,13 @@ void decode_step_launch(const DecodeStepArgs& a) {
   p.act_f = reinterpret_cast<uint32_t*>(scratch + sl.act_f);
   p.attn_f = reinterpret_cast<uint32_t*>(scratch + sl.attn_f);
   // read per launch: the tests switch them
-  const char* merge = std::getenv("HIPFORMERS_PERSISTENT_MERGE");
-  const char* exchange = std::getenv("HIPFORMERS_PERSISTENT_EXCHANGE");
-  const bool flagged = exchange && std::string(exchange) == "flagged";
-  p.merge_in_attention = flagged || (merge && std::string(merge) == "attention");
-  const char* jitter = std::getenv("HIPFORMERS_PERSISTENT_JITTER");
-  p.jitter = flagged && jitter && std::string(jitter) == "1";
+  auto env_is = [](const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == value;
+  };
+  const bool flagged = env_is("HIPFORMERS_PERSISTENT_EXCHANGE", "flagged");
+  p.merge_in_attention = flagged || env_is("HIPFORMERS_PERSISTENT_MERGE", "attention");
+  p.jitter = flagged && env_is("HIPFORMERS_PERSISTENT_JITTER", "1");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));

@@ -99,20 +99,24 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   // (and the two exchanges alternating step by step on one workspace, and
   // the flagged one with each block sleeping 0-4 us before each op, so the
   // blocks meet the ops in many relative orders)
-  const std::pair<const char*, const char*> variants[] = {{"HIPFORMERS_PERSISTENT_MERGE", "o"},
-                                                          {"HIPFORMERS_PERSISTENT_MERGE", "attention"},
-                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
-                                                          {"HIPFORMERS_PERSISTENT_EXCHANGE", "alternating"},
-                                                          {"HIPFORMERS_PERSISTENT_JITTER", "1"}};
-  for (const auto& [variable, value] : variants) {
-    SCOPED_TRACE(std::string(variable) + "=" + value);
-    const bool alternate = std::string(value) == "alternating";
-    const bool jitter = std::string(variable) == "HIPFORMERS_PERSISTENT_JITTER";
-    if (!alternate) ::setenv(variable, value, 1);
-    if (jitter) ::setenv("HIPFORMERS_PERSISTENT_EXCHANGE", "flagged", 1);
-    const Run fast = decode(model, prompt, steps, steps / 2, "require", alternate);
-    ::unsetenv(variable);
-    ::unsetenv("HIPFORMERS_PERSISTENT_EXCHANGE");
+  struct Variant {
+    std::vector<std::pair<const char*, const char*>> env;  // set for the run
+    bool alternate = false;                                 // decode()'s
+  };
+  const Variant variants[] = {{{{"HIPFORMERS_PERSISTENT_MERGE", "o"}}},
+                              {{{"HIPFORMERS_PERSISTENT_MERGE", "attention"}}},
+                              {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
+                              {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+                              {{}, true}};
+  for (const Variant& variant : variants) {
+    std::string label = variant.alternate ? "exchanges alternating" : "";
+    for (const auto& [variable, value] : variant.env) {
+      label += std::string(label.empty() ? "" : " ") + variable + "=" + value;
+      ::setenv(variable, value, 1);
+    }
+    SCOPED_TRACE(label);
+    const Run fast = decode(model, prompt, steps, steps / 2, "require", variant.alternate);
+    for (const auto& [variable, value] : variant.env) ::unsetenv(variable);
     ASSERT_EQ(fast.logits.size(), ref.logits.size());
     for (std::size_t s = 0; s < fast.logits.size(); ++s) {
       const std::vector<float>& a = fast.logits[s];
