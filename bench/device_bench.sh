@@ -12,6 +12,10 @@
 #                                   HIPFORMERS_PERSISTENT_ABLATE, e.g. persistent_ablate1 (no grid waits),
 #                                   persistent_ablate31 (nearly all work left out: the weight stream, the
 #                                   ring, the staging and per-tile barriers remain))
+#   bench/device_bench.sh persistent_diag  the persistent step's planned run, most telling first, all
+#                                   under $OUT: its batch-1 ab variants against the default (plain,
+#                                   flagged, ablations, traced), then its GPU test and the stream
+#                                   prototype (DIAG_VARIANTS to narrow the ab list)
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
@@ -120,13 +124,28 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
           env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$OUT/ab_${v}_b$b.err" \
             --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
-r=json.loads(sys.stdin.read())
+try:
+    r=json.loads(sys.stdin.read())
+except ValueError:
+    sys.exit("failed (no result: its stderr follows)")
 print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"],
       r["prefill_tokens_per_s"]))'
           # stderr: whole for the traced variants (their tables), else its last lines (errors, warnings)
           case "$v" in *trace*) cat "$OUT/ab_${v}_b$b.err" ;; *) tail -n 3 "$OUT/ab_${v}_b$b.err" ;; esac
         done
       done ;;
+    persistent_diag)
+      # Ordered so a short lease still answers the first question (is the flagged exchange, or
+      # the step without grid-wide waits, or without attention, under the per-kernel step?).
+      AB_BATCHES=1 AB_VARIANTS="${DIAG_VARIANTS:-default persistent persistent_flagged persistent_ablate1 \
+persistent_ablate8 persistent_ablate2 persistent_merge_attn persistent_ablate4 persistent_ablate16 default \
+persistent_flagged_trace persistent_trace}" bench/device_bench.sh ab 2>&1 | tee "$OUT/ab.txt"
+      echo "== test_models_gpu_decode_step_gpu_test"
+      timeout 150 .devbuild/bin/test_models_gpu_decode_step_gpu_test >"$OUT/decode_step_gpu_test.txt" 2>&1
+      echo "exit $?"
+      grep -E '^\[ *(OK|FAILED|PASSED) ' "$OUT/decode_step_gpu_test.txt" | tail -20
+      echo "== decode_stream_proto"
+      timeout 60 .devbuild/bin/decode_stream_proto 2>&1 | tee "$OUT/proto.txt" | tail -30 ;;
     trace)
       # One decode-graph replay traced block by block (a build configured
       # with -DHIPFORMERS_STEP_TRACE=ON, staged as HF_TRACE), summarised by
