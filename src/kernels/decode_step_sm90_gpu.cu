@@ -262,11 +262,7 @@ __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int wh
 __device__ __forceinline__ void poll_words(const uint32_t* p, uint4& w, uint32_t tag, int k) {
   if (tag == 0 || tagged(w, tag)) return;
   const unsigned long long t0 = sm_clock();
-  do {
-    __nanosleep(32);  // 132 blocks polling the same lines would crowd the L2 slices the writers store to
-    w = load_relaxed4(p);
-    trap_if_late(t0, kWaitFlags, k);
-  } while (!tagged(w, tag));
+  poll_tagged4(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); });
 }
 // Eight values from the two word vectors at p (loaded once as a, b), polled
 // until every tag is `tag`.

@@ -62,6 +62,19 @@ __device__ __forceinline__ uint4 pack_flagged8(const uint4& a, const uint4& b) {
   return make_uint4(lo.x, lo.y, hi.x, hi.y);
 }
 
+// Re-reads the words at p (already loaded once into w) until every tag is
+// `tag`, pausing between reads: 132 blocks polling the same lines would
+// crowd the L2 slices the writers store to. `between` runs after each
+// re-read (the runtime's hang check; nothing in the prototype).
+template <typename Between>
+__device__ __forceinline__ void poll_tagged4(const uint32_t* p, uint4& w, uint32_t tag, Between between) {
+  while (!tagged(w, tag)) {
+    __nanosleep(32);
+    w = load_relaxed4(p);
+    between();
+  }
+}
+
 // The value of one word.
 __device__ __forceinline__ float flagged_value(uint32_t w) {
   return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(w & 0xffffu)));
