@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t tag_in = flag_tag(epoch, n_ops, k - 1);
       for (int v = threadIdx.x; v < op.in / 4; v += kConsumerWarps * 32) {
         uint4 w = load_relaxed4(fx + 4 * v);
-        poll_tagged4(fx + 4 * v, w, tag_in, [] {});
+        poll_tagged(fx + 4 * v, w, tag_in, [] {});
         reinterpret_cast<uint2*>(xs)[v] = pack_flagged4(w);
       }
     } else {

@@ -256,13 +256,14 @@ __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int wh
   while (!mbarrier_try_wait(bar, parity)) trap_if_late(t0, what, k);
 }
 
-// The flagged exchange's polls: re-read the words at p (already loaded
-// once into w) until every tag is `tag`; tag 0 takes them as they are (the
-// no-wait ablation). k: the op, for the hang report.
-__device__ __forceinline__ void poll_words(const uint32_t* p, uint4& w, uint32_t tag, int k) {
+// The flagged exchange's polls: re-read the word or words at p (already
+// loaded once into w) until every tag is `tag`; tag 0 takes them as they
+// are (the no-wait ablation). k: the op, for the hang report.
+template <typename Word>
+__device__ __forceinline__ void poll_words(const uint32_t* p, Word& w, uint32_t tag, int k) {
   if (tag == 0 || tagged(w, tag)) return;
   const unsigned long long t0 = sm_clock();
-  poll_tagged4(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); });
+  poll_tagged(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); });
 }
 // Eight values from the two word vectors at p (loaded once as a, b), polled
 // until every tag is `tag`.
@@ -273,14 +274,7 @@ __device__ __forceinline__ uint4 poll_flagged8(const uint32_t* p, uint4 a, uint4
 }
 __device__ __forceinline__ float poll_word(const uint32_t* p, uint32_t tag, int k) {
   uint32_t w = load_relaxed1(p);
-  if (tag != 0 && (w >> 16) != tag) {
-    const unsigned long long t0 = sm_clock();
-    do {
-      __nanosleep(32);
-      w = load_relaxed1(p);
-      trap_if_late(t0, kWaitFlags, k);
-    } while ((w >> 16) != tag);
-  }
+  poll_words(p, w, tag, k);
   return flagged_value(w);
 }
 

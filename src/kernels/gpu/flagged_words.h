@@ -50,6 +50,11 @@ __device__ __forceinline__ uint32_t load_relaxed1(const uint32_t* p) {
 __device__ __forceinline__ bool tagged(const uint4& w, uint32_t tag) {
   return (w.x >> 16) == tag && (w.y >> 16) == tag && (w.z >> 16) == tag && (w.w >> 16) == tag;
 }
+__device__ __forceinline__ bool tagged(uint32_t w, uint32_t tag) { return (w >> 16) == tag; }
+
+// One word or a vector of four, by the type of w.
+__device__ __forceinline__ void load_relaxed(const uint32_t* p, uint4& w) { w = load_relaxed4(p); }
+__device__ __forceinline__ void load_relaxed(const uint32_t* p, uint32_t& w) { w = load_relaxed1(p); }
 
 // Four values (their bf16 bits, two a 32-bit word) from one word vector.
 __device__ __forceinline__ uint2 pack_flagged4(const uint4& w) {
@@ -62,15 +67,16 @@ __device__ __forceinline__ uint4 pack_flagged8(const uint4& a, const uint4& b) {
   return make_uint4(lo.x, lo.y, hi.x, hi.y);
 }
 
-// Re-reads the words at p (already loaded once into w) until every tag is
-// `tag`, pausing between reads: 132 blocks polling the same lines would
-// crowd the L2 slices the writers store to. `between` runs after each
-// re-read (the runtime's hang check; nothing in the prototype).
-template <typename Between>
-__device__ __forceinline__ void poll_tagged4(const uint32_t* p, uint4& w, uint32_t tag, Between between) {
+// Re-reads the word or words at p (already loaded once into w: a uint32_t
+// or a uint4) until every tag is `tag`, pausing between reads: 132 blocks
+// polling the same lines would crowd the L2 slices the writers store to.
+// `between` runs after each re-read (the runtime's hang check; nothing in
+// the prototype).
+template <typename Word, typename Between>
+__device__ __forceinline__ void poll_tagged(const uint32_t* p, Word& w, uint32_t tag, Between between) {
   while (!tagged(w, tag)) {
     __nanosleep(32);
-    w = load_relaxed4(p);
+    load_relaxed(p, w);
     between();
   }
 }
