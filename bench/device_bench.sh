@@ -16,6 +16,7 @@
 #                                   under $OUT: its batch-1 ab variants against the default (plain,
 #                                   flagged, ablations, traced), then its GPU test and the stream
 #                                   prototype (DIAG_VARIANTS to narrow the ab list)
+#   bench/device_bench.sh profile_step  the persistent step's warp stalls by source line (ncu PC sampling)
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
 #   bench/device_bench.sh compare   the side-by-side table (Transformers too),
@@ -96,32 +97,43 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       printf '{"RotaryEmbedding": {"cuda": "rotary_qkv_write"}}' >/tmp/hf_rope_write.json
       printf '{"Attention": {"cuda": "attention_paged_split"}}' >/tmp/hf_split_kernel.json
       for b in ${AB_BATCHES:-1 8}; do
-        for v in ${AB_VARIANTS:-default folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
+        for vm in ${AB_VARIANTS:-default folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
           extra=""; envs=""
+          # A variant may carry modifiers after '+' (e.g. persistent_flagged+split): split:
+          # HIPFORMERS_PERSISTENT_ATTENTION=split (attention items per page instead of whole
+          # heads); pollN: HIPFORMERS_PERSISTENT_POLL_NS=N; env:NAME=VALUE: any variable.
+          v=${vm%%+*}; mods=""; [ "$v" != "$vm" ] && mods=${vm#*+}
+          for m in ${mods//+/ }; do
+            case "$m" in
+              split) envs="$envs HIPFORMERS_PERSISTENT_ATTENTION=split" ;;
+              poll*) envs="$envs HIPFORMERS_PERSISTENT_POLL_NS=${m#poll}" ;;
+              env:*) envs="$envs ${m#env:}" ;;
+            esac
+          done
           case "$v" in
             separate|norm_only|silu_only|folded|silu_fold|rope_write|split_kernel)
               extra="--use-kernels --kernel-config /tmp/hf_$v.json" ;;
             use_kernels) extra="--use-kernels" ;;
-            unfused_qkv_attn) envs="HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1" ;;
-            gemv_uncapped) envs="HIPFORMERS_GEMV_BLOCKS_PER_SM=0" ;;
-            no_pdl) envs="HIPFORMERS_DISABLE_PDL=1" ;;
-            no_graphs) envs="HIPFORMERS_DISABLE_GRAPHS=1" ;;
-            split_attn) envs="HIPFORMERS_DECODE_ATTENTION=split" ;;
-            l2_unbounded) envs="HIPFORMERS_GEMV_L2_BYTES=0" ;;
+            unfused_qkv_attn) envs="$envs HIPFORMERS_DISABLE_FUSED_QKV_ATTENTION=1" ;;
+            gemv_uncapped) envs="$envs HIPFORMERS_GEMV_BLOCKS_PER_SM=0" ;;
+            no_pdl) envs="$envs HIPFORMERS_DISABLE_PDL=1" ;;
+            no_graphs) envs="$envs HIPFORMERS_DISABLE_GRAPHS=1" ;;
+            split_attn) envs="$envs HIPFORMERS_DECODE_ATTENTION=split" ;;
+            l2_unbounded) envs="$envs HIPFORMERS_GEMV_L2_BYTES=0" ;;
             # The opt-in persistent step (batch 1 only; every persistent* variant requires it, and a
             # *_trace one prints its per-op trace at exit): without the L2 hint; the kv heads' splits
             # merged in the attention op instead of the o projection's staging; the ops' outputs as
             # flagged words instead of the done counters; time only (outputs wrong), one kind of work
             # left out of every op (decode_step_sm90_gpu.cu, kAblate*).
-            persistent_no_hint) envs="HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
-            persistent_merge_attn*) envs="HIPFORMERS_PERSISTENT_MERGE=attention" ;;
-            persistent_flagged*) envs="HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;
-            persistent_ablate*) envs="HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
+            persistent_no_hint) envs="$envs HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
+            persistent_merge_attn*) envs="$envs HIPFORMERS_PERSISTENT_MERGE=attention" ;;
+            persistent_flagged*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;
+            persistent_ablate*) envs="$envs HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
           esac
           case "$v" in persistent*) envs="HIPFORMERS_PERSISTENT_DECODE=require $envs" ;; esac
           case "$v" in persistent*_trace) envs="$envs HIPFORMERS_PERSISTENT_TRACE=1" ;; esac
-          printf '%-14s batch %s prompt %s: ' "$v" "$b" "${AB_PROMPT:-128}"
-          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$OUT/ab_${v}_b$b.err" \
+          printf '%-14s batch %s prompt %s: ' "$vm" "$b" "${AB_PROMPT:-128}"
+          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$OUT/ab_${vm}_b$b.err" \
             --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
 try:
@@ -131,7 +143,7 @@ except ValueError:
 print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"],
       r["prefill_tokens_per_s"]))'
           # stderr: whole for the traced variants (their tables), else its last lines (errors, warnings)
-          case "$v" in *trace*) cat "$OUT/ab_${v}_b$b.err" ;; *) tail -n 3 "$OUT/ab_${v}_b$b.err" ;; esac
+          case "$v" in *trace*) cat "$OUT/ab_${vm}_b$b.err" ;; *) tail -n 3 "$OUT/ab_${vm}_b$b.err" ;; esac
         done
       done ;;
     persistent_diag)
@@ -146,6 +158,24 @@ persistent_flagged_trace persistent_trace}" bench/device_bench.sh ab 2>&1 | tee 
       grep -E '^\[ *(OK|FAILED|PASSED) ' "$OUT/decode_step_gpu_test.txt" | tail -20
       echo "== decode_stream_proto"
       timeout 60 .devbuild/bin/decode_stream_proto 2>&1 | tee "$OUT/proto.txt" | tail -30 ;;
+    profile_step)
+      # Where the persistent step's warps stall: Nsight Compute's PC sampling of one step (the
+      # flagged exchange; PROFILE_ENV adds switches), printed by source line and by SASS
+      # instruction (the kernel's object is built with -lineinfo). Caches and clocks as they are.
+      mkdir -p /work && [ -e /work/main ] || ln -s "$PWD" /work/main 2>/dev/null  # the build's source paths
+      env HIPFORMERS_PERSISTENT_DECODE=require HIPFORMERS_PERSISTENT_EXCHANGE=flagged ${PROFILE_ENV:-} \
+        HIPFORMERS_DISABLE_GRAPHS=1 timeout 300 ncu -k regex:decode_step_kernel --launch-skip 40 --launch-count 1 \
+        --cache-control none --clock-control none --set full --import-source yes -f -o "$OUT/step" \
+        "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch 1 --prompt-len 128 --gen-len 64 \
+        --warmup 0 --repeat 1 >"$OUT/step_ncu.log" 2>&1
+      echo "exit $?"; tail -n 4 "$OUT/step_ncu.log"
+      ncu --import "$OUT/step.ncu-rep" --page details --print-details all >"$OUT/step_details.txt" 2>&1
+      ncu --import "$OUT/step.ncu-rep" --page raw --csv >"$OUT/step_raw.csv" 2>&1
+      ncu --import "$OUT/step.ncu-rep" --page source --csv --print-source sass >/tmp/step_sass.csv 2>&1
+      echo "source page: exit $?, $(wc -l </tmp/step_sass.csv) lines"
+      python3 bench/ncu_source_top.py /tmp/step_sass.csv 150 >"$OUT/step_sass_top.txt" 2>&1
+      head -n 60 "$OUT/step_sass_top.txt" | cut -c1-110
+      grep -iE "stall|Warp Cycles|Executed Instructions|Issued Instructions" "$OUT/step_details.txt" | head -60 ;;
     trace)
       # One decode-graph replay traced block by block (a build configured
       # with -DHIPFORMERS_STEP_TRACE=ON, staged as HF_TRACE), summarised by
