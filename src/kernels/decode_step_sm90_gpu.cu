@@ -9,10 +9,11 @@
 // k - 1 wrote through L2 (__ldcg: another SM wrote it, this SM's L1 may hold
 // an older line).
 //
-// A block is 8 consumer warps and one producer warp. The producer (one
-// lane) walks the same op list and, for every GEMV, bulk-copies the block's
-// weight tiles (tiles b, b + G, ...: up to 8 rows, <= 16 KB each) into a
-// ring of kStages shared-memory stages, guarded by two mbarriers per stage
+// A block is 8 consumer warps and one producer warp. The producer walks the
+// same op list and, for every GEMV, bulk-copies the block's weight tiles
+// (tiles b, b + G, ...: up to 8 rows of <= 16 KB together, one copy a row
+// from as many lanes, each row to a slot kRowPad bytes longer than it) into
+// a ring of kStages shared-memory stages, guarded by two mbarriers per stage
 // ("full": the copy landed; "empty": all 8 consumer warps are done with it).
 // Weights depend on nothing, so the producer runs ahead across op
 // boundaries while the consumers wait: the memory system never idles at a
@@ -22,8 +23,10 @@
 // shared memory as bf16, transformed on the way in: rms_norm(x) * w
 // (rounded as rms_norm rounds: round(w * round(x / rms))) for qkv, gate|up
 // and lm_head; plain for o (attention output) and down (the SwiGLU output).
-// Of a tile of R rows, warp w takes row w % R and part w / R of the input
-// (8 / R parts meet in shared memory). Epilogues: qkv stores; o and down
+// A tile runs on the tensor cores (tile_part_mma: mma.sync m16n8k16 with x
+// as row 0 of A and 8 weight rows as B, loaded by ldmatrix from the padded
+// slots); warp w takes the 32-input blocks w, w + 8, ... of every row, and
+// the 8 warps' sums meet in shared memory. Epilogues: qkv stores; o and down
 // add into the residual stream, hidden = round(round(y) + hidden) (layer 0's
 // o reads the embedding row as the old residual: the embedding itself is
 // never stored); gate|up tiles hold R/2 gate rows and the same R/2 up rows
@@ -31,7 +34,10 @@
 // logits and keeps the largest argmax key (gpu/argmax_key.h), combined by
 // atomicMax; the last block to finish the step writes next = argmax.
 //
-// Attention, per (kv head, page of keys) item: q/k RMSNorm + RoPE of the new
+// Attention, while a kv head's K and V pages fit the ring at once (up to 256
+// keys): one block per kv head takes them all (attention_whole, below).
+// Longer sequences, or HIPFORMERS_PERSISTENT_ATTENTION=split: per (kv head,
+// page of keys) item, q/k RMSNorm + RoPE of the new
 // token (gpu/qk_norm_rope.h, the same device code as the per-kernel path),
 // the new key and value written to the cache by the item holding position
 // pos, scores s_j = scale q.k_j, probabilities e^(s_j - m_page) rounded to
@@ -83,7 +89,11 @@ constexpr int kThreads = kConsumers + 32;  // + the producer warp
 // an SM's 4 schedulers), so the extra warp costs the consumers nothing.
 constexpr int kThreadsTraced = kThreads + 32;
 constexpr int kStages = 8;
-constexpr int kStageBytes = 16384;
+// A weight tile's rows lie kRowPad bytes apart beyond their length, so the
+// 8 rows an ldmatrix reads fall on different banks (gemv_tiles); a stage
+// holds 8 padded rows of 1024 values or one 64-key page of K or V.
+constexpr int kRowPad = 16;
+constexpr int kStageBytes = 16384 + 8 * kRowPad;
 constexpr int kMaxIn = 8192;  // the longest staged input: H, I or heads * D
 constexpr int kMaxLayers = 64;
 constexpr int kMaxGroup = 8;  // query heads per kv head (one warp each)
@@ -124,13 +134,18 @@ struct Params {
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
   bool l2_hint;  // weight copies evict first (HIPFORMERS_PERSISTENT_L2_HINT=0 turns it off, for A/B)
-  int stages;  // ring stages in use (<= kStages; HIPFORMERS_PERSISTENT_STAGES, an A/B switch)
   unsigned ablate;  // kAblate* bits (HIPFORMERS_PERSISTENT_ABLATE); 0 in every real run
   // Where a kv head's splits merge (HIPFORMERS_PERSISTENT_MERGE): false, in
   // the o projection's staging (every block reads every partial); true, in
   // the attention op, by the block that finishes the kv head's last split
   // (a counter per kv head), so the o op stages a plain bf16 vector.
   bool merge_in_attention;
+  // Whole-head attention (the default; HIPFORMERS_PERSISTENT_ATTENTION=split
+  // turns it off; implies merge_in_attention): while a kv head's K and V pages all fit the ring
+  // at once (2 pages <= stages), one block per kv head takes every key,
+  // one key a lane, and merges its warps in shared memory: no split
+  // partials, no merge by another block (attention_whole).
+  bool whole_heads;
   // The flagged exchange (HIPFORMERS_PERSISTENT_EXCHANGE=flagged, the
   // decode_step_kernel<..., true> instantiation): the ops' outputs go out as
   // flagged words (below) instead of hidden, qkv, act and attn_out, and no
@@ -256,6 +271,11 @@ __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int wh
   while (!mbarrier_try_wait(bar, parity)) trap_if_late(t0, what, k);
 }
 
+// The pause between a poll's reads (HIPFORMERS_PERSISTENT_POLL_NS, an A/B
+// switch; set once per process). None: on an H100 a 32 ns pause made the
+// step 7% slower (0.939 against 0.877 ms), 8 ns no better than 32.
+__constant__ unsigned c_poll_ns = 0;
+
 // The flagged exchange's polls: re-read the word or words at p (already
 // loaded once into w) until every tag is `tag`; tag 0 takes them as they
 // are (the no-wait ablation). k: the op, for the hang report.
@@ -263,7 +283,7 @@ template <typename Word>
 __device__ __forceinline__ void poll_words(const uint32_t* p, Word& w, uint32_t tag, int k) {
   if (tag == 0 || tagged(w, tag)) return;
   const unsigned long long t0 = sm_clock();
-  poll_tagged(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); });
+  poll_tagged(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); }, c_poll_ns);
 }
 // Eight values from the two word vectors at p (loaded once as a, b), polled
 // until every tag is `tag`.
@@ -293,9 +313,9 @@ struct SmemLayout {
   static constexpr int kHeads = kRed + 8 * 4;                         // bf16 [kMaxGroup + 2][kMaxD]: q heads, k, v
   static constexpr int kQ = kHeads + (kMaxGroup + 2) * kMaxD * 2;     // float [kMaxGroup][kMaxD]: roped q
   static constexpr int kKV = kQ + kMaxGroup * kMaxD * 4;              // float [2][kMaxD]: the new k, v
-  static constexpr int kP = kKV + 2 * kMaxD * 4;                      // float [kMaxGroup][kPageKeys]
-  static constexpr int kML = kP + kMaxGroup * kPageKeys * 4;          // float [2][kMaxGroup]: max, sum
-  static constexpr int kAcc = kML + 2 * kMaxGroup * 4;                // float [8 warps][kMaxGroup * kMaxD]
+  static constexpr int kP = kKV + 2 * kMaxD * 4;                      // float [kMaxGroup][kPageKeys]; whole heads: [warps][kMaxGroup][32]
+  static constexpr int kML = kP + kConsumerWarps * kMaxGroup * 32 * 4;  // float [2][kMaxGroup]; whole heads: [2][warps][kMaxGroup]
+  static constexpr int kAcc = kML + 2 * kConsumerWarps * kMaxGroup * 4;  // float [8 warps][kMaxGroup * kMaxD]
   static constexpr int kBars = kAcc + kConsumerWarps * kMaxGroup * kMaxD * 4;  // u64 [2][kStages]
   // kHeads .. kBars: the attention area, reused by stage_attention for split partials
   static constexpr int kAttentionBytes = kBars - kHeads;
@@ -304,6 +324,7 @@ struct SmemLayout {
   static constexpr int kTotal = kAux + kAuxSlots * kAuxElems * 2;
 };
 static_assert(SmemLayout::kBars % 8 == 0, "mbarriers are 8-byte aligned");
+static_assert(SmemLayout::kTotal <= 227 * 1024, "the dynamic shared memory of one block on sm_90");
 static_assert(SmemLayout::kAux % 16 == 0, "bulk copies land 16-byte aligned");
 
 // done[k] += 1, ordered after every store the block made before (the
@@ -319,10 +340,10 @@ __device__ __forceinline__ int op_kind(int k, int n_layers) {
 }
 
 // Rows per tile for an input of `in` values: the most of 8, 4, 2, 1 whose
-// tile fits a stage.
+// tile (padded rows) fits a stage.
 __device__ __forceinline__ int tile_rows(int in) {
   int r = 8;
-  while (r > 1 && r * in * 2 > kStageBytes) r /= 2;
+  while (r > 1 && r * (in * 2 + kRowPad) > kStageBytes) r /= 2;
   return r;
 }
 
@@ -377,17 +398,34 @@ __device__ __forceinline__ Aux aux_of(const Params& p, int k) {
 __device__ __forceinline__ int attention_splits(const Params& p, int len) {
   return min((len + kPageKeys - 1) / kPageKeys, p.max_splits);
 }
+// Whether this step's attention runs whole heads (attention_whole): its
+// pages, K and V, fit the ring at once; the same answer in the producer and
+// the consumers (both read len from seq_lens).
+__device__ __forceinline__ bool whole_heads(const Params& p, int len) {
+  return p.whole_heads && 2 * ((len + kPageKeys - 1) / kPageKeys) <= kStages &&
+         p.kv_heads <= static_cast<int>(gridDim.x) && p.heads / p.kv_heads <= kMaxGroup;
+}
+// The kv head whole-head attention gives block b (-1: none): the last
+// blocks, which hold the fewest q|k|v and o tiles.
+__device__ __forceinline__ int whole_head_of(const Params& p, int b) {
+  const int g = static_cast<int>(gridDim.x) - 1 - b;
+  return g < p.kv_heads ? g : -1;
+}
 
+// The producer warp: every lane walks the op list (uniform control flow);
+// lane 0 issues the single copies and arms the barriers, and a weight tile's
+// rows (one bulk copy each, to padded row slots) go out from lanes 0..n-1.
 template <bool kTrace>
 __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, uint64_t* empty, bf16* aux,
                         uint64_t* aux_full, uint64_t* aux_empty) {
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+  const int lane = static_cast<int>(threadIdx.x % 32);
   const int n_ops = kOpsPerLayer * p.n_layers + 1;
   int i = 0;
-  const bool timing = kTrace && b == 0;
+  const bool timing = kTrace && b == 0 && lane == 0;
   unsigned long long blocked = 0;
   auto next_stage = [&]() {
-    const int s = i % p.stages, use = i / p.stages;
+    const int s = i % kStages, use = i / kStages;
     if (use > 0) {
       const unsigned long long t0 = timing ? sm_clock() : 0;
       ring_wait(&empty[s], (use - 1) & 1, kWaitFreeStage, s);
@@ -401,6 +439,7 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     blocked = 0;
   };
   const int nsplit = attention_splits(p, p.seq_lens[0]);
+  const bool whole = whole_heads(p, p.seq_lens[0]);
   // Weights are read once a step: their L2 lines go first, so they do not
   // push out what the consumers re-read.
   const bool hint = p.l2_hint;
@@ -419,44 +458,73 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
         ring_wait(&aux_empty[slot], (use - 1) & 1, kWaitFreeAux, k);
         if (timing) blocked += sm_clock() - t0;
       }
-      const uint32_t b0 = static_cast<uint32_t>(a.n[0] * 2), b1 = static_cast<uint32_t>(a.n[1] * 2);
-      mbarrier_arrive_expect_tx(&aux_full[slot], b0 + b1);
-      bf16* dst = aux + slot * kAuxElems;
-      bulk_copy_to_shared(dst, a.src[0], b0, &aux_full[slot]);
-      if (b1) bulk_copy_to_shared(dst + a.n[0], a.src[1], b1, &aux_full[slot]);
+      if (lane == 0) {
+        const uint32_t b0 = static_cast<uint32_t>(a.n[0] * 2), b1 = static_cast<uint32_t>(a.n[1] * 2);
+        mbarrier_arrive_expect_tx(&aux_full[slot], b0 + b1);
+        bf16* dst = aux + slot * kAuxElems;
+        bulk_copy_to_shared(dst, a.src[0], b0, &aux_full[slot]);
+        if (b1) bulk_copy_to_shared(dst + a.n[0], a.src[1], b1, &aux_full[slot]);
+      }
       ++aux_i;
     }
     if (op_kind(k, p.n_layers) == kOpAttention) {  // the items' K and V pages, one stage each
       const Layer& L = p.layers[k / kOpsPerLayer];
       const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
+      if (whole) {  // the block's kv head: every K page, then every V page
+        const int g = whole_head_of(p, b);
+        if (g >= 0)
+          for (int kv = 0; kv < 2; ++kv)
+            for (int page = 0; page < nsplit; ++page) {
+              const int s = next_stage();
+              const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
+              if (lane == 0) {
+                mbarrier_arrive_expect_tx(&full[s], bytes);
+                bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
+              }
+            }
+        op_done(k);
+        continue;
+      }
       for (int item = b; item < nsplit * p.kv_heads; item += G) {
         const int split = item / p.kv_heads, g = item % p.kv_heads;
         const int64_t base = (static_cast<int64_t>(p.block_table[split]) * p.kv_heads + g) * kPageKeys * p.D;
         for (int kv = 0; kv < 2; ++kv) {
           const int s = next_stage();
-          mbarrier_arrive_expect_tx(&full[s], bytes);
-          bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
+          if (lane == 0) {
+            mbarrier_arrive_expect_tx(&full[s], bytes);
+            bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
+          }
         }
       }
       op_done(k);
       continue;
     }
     const Gemv g = gemv_of(p, k);
-    const int64_t row_bytes = static_cast<int64_t>(g.in) * 2;
+    const uint32_t row_bytes = static_cast<uint32_t>(g.in) * 2, slot_bytes = row_bytes + kRowPad;
     for (int t = b; t < g.tiles; t += G) {
       const int s = next_stage();
       unsigned char* dst = ring + s * kStageBytes;
-      if (g.pairs) {
-        const int half = g.rows / 2, c0 = t * half, n = min(half, g.out - c0);
-        const uint32_t bytes = static_cast<uint32_t>(n * row_bytes);
-        mbarrier_arrive_expect_tx(&full[s], 2 * bytes);
-        copy(dst, g.w + static_cast<int64_t>(c0) * g.in, bytes, &full[s]);
-        copy(dst + half * row_bytes, g.w + static_cast<int64_t>(g.out + c0) * g.in, bytes, &full[s]);
+      // the tile's rows: slot r of the stage <- weight row src_row(r)
+      int n, first, second = 0;
+      if (g.pairs) {  // gate rows c0 .. c0 + n in slots 0 .., the same up rows in slots half ..
+        const int half = g.rows / 2;
+        first = t * half;
+        n = min(half, g.out - first);
+        second = g.out + first;
       } else {
-        const int r0 = t * g.rows, n = min(g.rows, g.out - r0);
-        const uint32_t bytes = static_cast<uint32_t>(n * row_bytes);
-        mbarrier_arrive_expect_tx(&full[s], bytes);
-        copy(dst, g.w + static_cast<int64_t>(r0) * g.in, bytes, &full[s]);
+        first = t * g.rows;
+        n = min(g.rows, g.out - first);
+      }
+      const int copies = g.pairs ? 2 * n : n;
+      if (lane == 0) mbarrier_arrive_expect_tx(&full[s], static_cast<uint32_t>(copies) * row_bytes);
+      __syncwarp();  // armed before any row lands
+      if (lane < copies) {
+        const int half = g.rows / 2;
+        const bool up = g.pairs && lane >= n;
+        const int r = up ? lane - n : lane;
+        const int slot = up ? half + r : r;
+        copy(dst + slot * slot_bytes, g.w + static_cast<int64_t>(up ? second + r : first + r) * g.in, row_bytes,
+             &full[s]);
       }
     }
     op_done(k);
@@ -590,29 +658,54 @@ __device__ __forceinline__ void wait_stage(uint64_t* full, int s, uint32_t parit
   st.stall += sm_clock() - t0;
 }
 
-__device__ __forceinline__ float dot_row(const bf16* wrow, const bf16* x, int nvec, int lane) {
-  const uint4* w4 = reinterpret_cast<const uint4*>(wrow);
-  const uint4* x4 = reinterpret_cast<const uint4*>(x);
-  float acc0 = 0.0f, acc1 = 0.0f;
-  for (int v = lane; v < nvec; v += 32) {
-    const uint4 wv = w4[v], xv = x4[v];
-    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
-    const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float2 wf = __bfloat1622float2(w2[e]), xf = __bfloat1622float2(x2[e]);
-      acc0 = fmaf(wf.x, xf.x, acc0);
-      acc1 = fmaf(wf.y, xf.y, acc1);
-    }
+// A tile on the tensor cores: D = A B + D (mma m16n8k16, bf16 in, fp32
+// sums) with B = 8 weight rows x 16 inputs (ldmatrix from the stage's
+// padded rows: the fragment mma's "col" B layout wants is row-major W) and
+// A = x in row 0 (rows 1-15 are whatever the lanes load: they reach only
+// rows 1-15 of D, which nothing reads). Row 0 of D, the 8 dot products,
+// ends in lanes 0-3: lane l holds rows 2l and 2l + 1 (d[0], d[1]).
+// A scalar warp-per-row dot product spends ~25 instructions on every 512
+// bytes of weights; this spends ~8 (an ldmatrix, two mma, the x loads):
+// the step was bound by instruction issue (8 consumer warps an SM, ~2 M
+// warp instructions an SM a step; docs/PERFORMANCE.md).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address(row)));
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a0), "r"(a2), "r"(a2), "r"(b0), "r"(b1));
+}
+
+// This warp's share of a tile: the 32-input blocks j = warp, warp + 8, ...
+// of rows 0-7 (slot addresses clamped as in tile_mma). The sums of rows 2l,
+// 2l + 1 in lanes l < 4; the 8 warps' shares meet in shared memory.
+__device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, const bf16* x, int in, int rows, int warp,
+                                                int lane) {
+  const int slot_bytes = in * 2 + kRowPad;
+  const int r = min(lane & 7, rows - 1);
+  const unsigned char* row = stage + r * slot_bytes + (lane >> 3) * 16;  // matrix lane / 8: inputs + 8 (lane / 8)
+  const uint32_t* xw = reinterpret_cast<const uint32_t*>(x) + (lane & 3);  // inputs 2 (l % 4), + 1
+  float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int j = warp; j < in / 32; j += kConsumerWarps) {
+    uint32_t b[4];
+    ldmatrix_x4(b, row + j * 64);
+    const uint32_t* xj = xw + j * 16;  // 32 inputs = 16 words
+    mma_bf16(d0, xj[0], xj[4], b[0], b[1]);
+    mma_bf16(d1, xj[8], xj[12], b[2], b[3]);
   }
-  return warp_sum(acc0 + acc1);
+  return make_float2(d0[0] + d1[0], d0[1] + d1[1]);
 }
 
 // The o and down epilogues add into the residual stream. The old values a
 // thread adds to come into registers when the op's tiles start, kAhead tiles
 // ahead, and move up one slot per tile: read in the epilogue, each would
 // cost the tile an L2 round trip. The thread owning row r of a tile:
-// lane 0 of warp r when a warp takes a whole row, else thread r.
+// thread r (the one that sums the warps' parts of row r).
 // F (the flagged exchange): the slots hold the words as loaded, their tags
 // checked only when used, so the load's round trip still overlaps the tiles
 // in between.
@@ -627,7 +720,6 @@ struct ResidualAhead<true> {
 };
 __device__ __forceinline__ int residual_owner(const Gemv& g) {
   const int tid = threadIdx.x;
-  if (kConsumerWarps / g.rows == 1 && !g.pairs) return tid % 32 == 0 && tid / 32 < g.rows ? tid / 32 : -1;
   return tid < g.rows ? tid : -1;
 }
 __device__ __forceinline__ bool residual_row(const Gemv& g, int t, int r) {
@@ -699,9 +791,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
-  const int R = g.rows, parts = kConsumerWarps / R;
-  const int r = warp % R, part = warp / R;
-  const int span = g.in / parts, nvec = span / 8;
+  const int R = g.rows, parts = kConsumerWarps;  // every warp takes a part of every tile's inputs
   const int half = R / 2;
   // (kAblateNoStores: no residual loads either, nothing adds to them)
   const bool adds = (kind == kOpO || kind == kOpDown) && !(p.ablate & kAblateNoStores);
@@ -716,24 +806,19 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
       for (int j = 0; j + 1 < kAhead; ++j) ra.v[j] = ra.v[j + 1];
       ra.v[kAhead - 1] = residual_load<F>(p, kind, layer, embed_row, g, t + kAhead * G, owner);
     }
-    const int s = st.i % p.stages;
+    const int s = st.i % kStages;
     // rows of this tile that exist (the last tile may be short)
     const int valid = g.pairs ? min(half, g.out - t * half) : min(R, g.out - t * R);
-    const bool mine = g.pairs ? (r % half) < valid : r < valid;
-    wait_stage<kTrace>(full, s, (st.i / p.stages) & 1, st);
-    float acc = 0.0f;
-    if (mine && !(p.ablate & kAblateNoTileMath)) {
-      const bf16* wrow = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + static_cast<int64_t>(r) * g.in + part * span;
-      acc = dot_row(wrow, xs + part * span, nvec, lane);
-    }
+    wait_stage<kTrace>(full, s, (st.i / kStages) & 1, st);
+    float2 acc = make_float2(0.0f, 0.0f);
+    if (!(p.ablate & kAblateNoTileMath)) acc = tile_part_mma(ring + s * kStageBytes, xs, g.in, R, warp, lane);
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
-    if (parts == 1 && !g.pairs) {
-      if (lane == 0 && mine) gemv_output<F>(p, kind, t * R + r, acc, residual_value<F>(p, g, t, owner, slot, tags), st, tags);
-      continue;
-    }
     float* rs = rows_smem + (st.i & 1) * 64;  // two buffers: one barrier per tile
-    if (lane == 0) rs[r * 8 + part] = acc;
+    if (lane < 4) {
+      rs[(2 * lane) * 8 + warp] = acc.x;
+      rs[(2 * lane + 1) * 8 + warp] = acc.y;
+    }
     consumers_sync();
     const int tid = threadIdx.x;
     if (g.pairs) {
@@ -832,9 +917,9 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
   if (p.ablate & kAblateNoAttention) {  // time only: each item's K and V stages, taken and given back
     for (int item = b; item < nsplit * kvh; item += G)
       for (int kv = 0; kv < 2; ++kv, ++st.i) {
-        wait_stage<kTrace>(full, st.i % p.stages, (st.i / p.stages) & 1, st);
+        wait_stage<kTrace>(full, st.i % kStages, (st.i / kStages) & 1, st);
         __syncwarp();
-        if (lane == 0) mbarrier_arrive(&empty[st.i % p.stages]);
+        if (lane == 0) mbarrier_arrive(&empty[st.i % kStages]);
       }
     return;
   }
@@ -892,9 +977,9 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
         }
       }
     };
-    const int sk = st.i % p.stages, pk = (st.i / p.stages) & 1;
+    const int sk = st.i % kStages, pk = (st.i / kStages) & 1;
     ++st.i;
-    const int sv = st.i % p.stages, pv = (st.i / p.stages) & 1;
+    const int sv = st.i % kStages, pv = (st.i / kStages) & 1;
     ++st.i;
     // scores: warp w takes keys w, w + 8, ...; lane holds dims [lane kPer, +kPer).
     // The page's slot pos (if here) is stale in the copy: the new key comes
@@ -969,6 +1054,173 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
     }
     consumers_sync();  // shared memory is reused by the next item
     if (F || p.merge_in_attention) merge_if_last<F>(p, g, nsplit, group, D, smem, tags);
+  }
+}
+
+// Whole-head attention (whole_heads): block whole_head_of(b) takes kv head
+// g's query heads against all its keys, the n <= stages / 2 pages of K and
+// then of V in consecutive ring stages. Warp w owns keys 32 w + [0, 32), one
+// a lane (page w / 2): its lane's score per query head reads the key's row
+// from the ring (16-byte chunks in a lane-rotated order, so the 32 rows do
+// not fall on the same banks), then the warp's own softmax: m_w = max s,
+// p = e^(s - m_w) rounded to bf16, l_w = sum p, and acc_w = sum p v with
+// the lane holding kPer dims. The warps meet once in shared memory: out =
+// sum_w acc_w e^(m_w - M) / sum_w l_w e^(m_w - M), M = max_w m_w (the
+// per-kernel wide decode kernel's math, gpu/paged_decode.h, with 32 keys
+// a warp instead of 16). Key pos is this step's: from shared memory, not
+// the ring's copy, which predates its write.
+template <int kPer, bool kTrace, bool F>
+__device__ void attention_whole(const Params& p, int layer, int len, unsigned char* smem, const unsigned char* ring,
+                                uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm,
+                                GemvState& st, const Tags& tags) {
+  constexpr int kChunks = 32 * kPer / 8;  // 16-byte chunks of a key row
+  const int g = whole_head_of(p, static_cast<int>(blockIdx.x));
+  if (g < 0) return;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads, group = heads / kvh, h0 = g * group;
+  const Layer& L = p.layers[layer];
+  bf16* s_heads = reinterpret_cast<bf16*>(smem + SmemLayout::kHeads);
+  float* s_q = reinterpret_cast<float*>(smem + SmemLayout::kQ);
+  float* s_kv = reinterpret_cast<float*>(smem + SmemLayout::kKV);
+  float* s_p = reinterpret_cast<float*>(smem + SmemLayout::kP) + warp * kMaxGroup * 32;  // this warp's [gg][32]
+  float* s_wm = reinterpret_cast<float*>(smem + SmemLayout::kML);                        // [warp][gg]
+  float* s_wl = s_wm + kConsumerWarps * kMaxGroup;
+  float* s_acc = reinterpret_cast<float*>(smem + SmemLayout::kAcc);
+  const int pos = len - 1, npages = (len + kPageKeys - 1) / kPageKeys;
+  const int i0 = st.i;  // K page q in ring use i0 + q, V page q in i0 + npages + q
+  st.i += 2 * npages;
+
+  // this kv head's q heads, its k and v, as the qkv GEMV stored them
+  for (int v = tid; v < (group + 2) * D / 8; v += kConsumers) {
+    const int hh = v * 8 / D, d = v * 8 % D;
+    const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
+    const int64_t at = static_cast<int64_t>(src_head) * D + d;
+    if constexpr (F) {
+      const uint32_t* words = p.qkv_f + at;
+      reinterpret_cast<uint4*>(s_heads)[v] =
+          poll_flagged8(words, load_relaxed4(words), load_relaxed4(words + 4), tags.in, tags.k);
+    } else {
+      reinterpret_cast<uint4*>(s_heads)[v] = __ldcg(reinterpret_cast<const uint4*>(p.qkv + at));
+    }
+  }
+  const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
+  consumers_sync();
+  for (int task = warp; task < group + 1; task += kConsumerWarps) {
+    const bf16* src = s_heads + task * D;
+    const bf16* w = task < group ? q_norm : k_norm;
+    float* dst = task < group ? s_q + task * kMaxD : s_kv;
+    norm_rope_head_regs<kPer>(src, w, p.rope, rc, lane, [&](int i, float v) { dst[i] = stored_as<bf16>(v); });
+  }
+  for (int d = tid; d < D; d += kConsumers) s_kv[kMaxD + d] = load(s_heads + (group + 1) * D + d);
+  consumers_sync();
+  {  // the cache write of key pos
+    const int64_t at = (static_cast<int64_t>(p.block_table[pos / kPageKeys]) * kvh + g) * kPageKeys * D +
+                       static_cast<int64_t>(pos % kPageKeys) * D;
+    for (int d = tid; d < D; d += kConsumers) {
+      store(L.k_pool + at + d, s_kv[d]);
+      store(L.v_pool + at + d, s_kv[kMaxD + d]);
+    }
+  }
+
+  const int page = warp / 2, wkey0 = warp * 32, key = wkey0 + lane;
+  const bool live = page < npages, visible = key < len;
+  const int nvis = live ? min(32, len - wkey0) : 0;  // the warp's visible keys: a prefix
+  // One query head at a time (few registers: this code is inlined into the
+  // whole kernel, whose GEMV path must not spill); K and V rows are re-read
+  // from shared memory per head.
+  if (live) {
+    const int s = (i0 + page) % kStages;
+    wait_stage<kTrace>(full, s, ((i0 + page) / kStages) & 1, st);
+    const uint4* krow = reinterpret_cast<const uint4*>(ring + s * kStageBytes) + (key % kPageKeys) * kChunks;
+    for (int gg = 0; gg < group; ++gg) {
+      const float* q = s_q + gg * kMaxD;
+      float sc = 0.0f;
+      if (key == pos) {
+        for (int d = 0; d < D; ++d) sc = fmaf(q[d], s_kv[d], sc);
+      } else if (visible) {
+#pragma unroll 4
+        for (int c = 0; c < kChunks; ++c) {
+          const int cc = (c + lane) % kChunks;
+          const uint4 kv4 = krow[cc];
+          const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kv4);
+          const float4 qa = reinterpret_cast<const float4*>(q + cc * 8)[0];
+          const float4 qb = reinterpret_cast<const float4*>(q + cc * 8)[1];
+          const float2 k01 = __bfloat1622float2(k2[0]), k23 = __bfloat1622float2(k2[1]);
+          const float2 k45 = __bfloat1622float2(k2[2]), k67 = __bfloat1622float2(k2[3]);
+          sc = fmaf(qa.x, k01.x, sc);
+          sc = fmaf(qa.y, k01.y, sc);
+          sc = fmaf(qa.z, k23.x, sc);
+          sc = fmaf(qa.w, k23.y, sc);
+          sc = fmaf(qb.x, k45.x, sc);
+          sc = fmaf(qb.y, k45.y, sc);
+          sc = fmaf(qb.z, k67.x, sc);
+          sc = fmaf(qb.w, k67.y, sc);
+        }
+      }
+      const float sv = visible ? sc * p.scale : -INFINITY;
+      const float mx = warp_max(sv);  // finite: the warp's first key is visible
+      const float e = visible ? expf(sv - mx) : 0.0f;
+      const float l = warp_sum(e);
+      s_p[gg * 32 + lane] = bf16_round(e);
+      if (lane == 0) {
+        s_wm[warp * kMaxGroup + gg] = mx;
+        s_wl[warp * kMaxGroup + gg] = l;
+      }
+    }
+  } else if (lane == 0) {
+    for (int gg = 0; gg < group; ++gg) {
+      s_wm[warp * kMaxGroup + gg] = -INFINITY;
+      s_wl[warp * kMaxGroup + gg] = 0.0f;
+    }
+  }
+  __syncwarp();
+  if (lane == 0)  // every warp gives back every K stage (the ring counts 8 arrivals a use)
+    for (int q = 0; q < npages; ++q) mbarrier_arrive(&empty[(i0 + q) % kStages]);
+  if (live) {
+    const int s = (i0 + npages + page) % kStages;
+    wait_stage<kTrace>(full, s, ((i0 + npages + page) / kStages) & 1, st);
+    const bf16* vbase = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + (wkey0 % kPageKeys) * D + lane * kPer;
+    for (int gg = 0; gg < group; ++gg) {
+      float acc[kPer];
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) acc[e] = 0.0f;
+      for (int t = 0; t < nvis; ++t) {  // rows past the sequence are never read (stale bits)
+        float vv[kPer];
+        if (wkey0 + t == pos) {
+#pragma unroll
+          for (int e = 0; e < kPer; ++e) vv[e] = s_kv[kMaxD + lane * kPer + e];
+        } else {
+          load_vec<bf16, kPer>(vbase + t * D, vv);
+        }
+        const float pt = s_p[gg * 32 + t];
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) acc[e] = fmaf(pt, vv[e], acc[e]);
+      }
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) s_acc[(warp * kMaxGroup + gg) * kMaxD + lane * kPer + e] = acc[e];
+    }
+  }
+  __syncwarp();
+  if (lane == 0)
+    for (int q = 0; q < npages; ++q) mbarrier_arrive(&empty[(i0 + npages + q) % kStages]);
+  consumers_sync();
+  for (int idx = tid; idx < group * D; idx += kConsumers) {
+    const int gg = idx / D, d = idx % D;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kConsumerWarps; ++w) mx = fmaxf(mx, s_wm[w * kMaxGroup + gg]);
+    float sum = 0.0f, a = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kConsumerWarps; ++w) {
+      const float mw = s_wm[w * kMaxGroup + gg];
+      if (mw == -INFINITY) continue;  // no visible key in warp w
+      const float wt = expf(mw - mx);
+      sum = fmaf(s_wl[w * kMaxGroup + gg], wt, sum);
+      a = fmaf(s_acc[(w * kMaxGroup + gg) * kMaxD + d], wt, a);
+    }
+    const int64_t at = static_cast<int64_t>(h0 + gg) * D + d;
+    if constexpr (F) store_flagged(p.attn_f + at, a / sum, tags.out);
+    else store(p.attn_out + at, a / sum);
   }
 }
 
@@ -1133,7 +1385,7 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
   if (kTrace && threadIdx.x == 0) trace_stop = 0;
   __syncthreads();
   if (warp == kConsumerWarps) {
-    if (lane == 0) produce<kTrace>(p, ring, full, empty, aux, aux_full, aux_empty);
+    produce<kTrace>(p, ring, full, empty, aux, aux_full, aux_empty);
     return;
   }
   if (kTrace && warp == kConsumerWarps + 1) {  // the prober
@@ -1193,8 +1445,14 @@ __global__ void __launch_bounds__(kTrace ? kThreadsTraced : kThreads, 1)
       const Layer& L = p.layers[layer];
       const bf16* qn = aux_w ? aux_w : L.q_norm;
       const bf16* kn = aux_w ? aux_w + p.D : L.k_norm;
-      if (p.D == 128) attention_op<4, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
-      else attention_op<2, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
+      if (whole_heads(p, len)) {
+        if (p.D == 128) attention_whole<4, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
+        else attention_whole<2, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
+      } else if (p.D == 128) {
+        attention_op<4, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
+      } else {
+        attention_op<2, kTrace, F>(p, layer, len, smem, ring, full, empty, qn, kn, st, tags);
+      }
     } else {
       const Gemv g = gemv_of(p, k);
       unsigned long long* loaded = kTrace && st.timing ? &g_trace_loaded[k] : nullptr;
@@ -1523,7 +1781,8 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return v && std::string(v) == value;
   };
   const bool flagged = env_is("HIPFORMERS_PERSISTENT_EXCHANGE", "flagged");
-  p.merge_in_attention = flagged || env_is("HIPFORMERS_PERSISTENT_MERGE", "attention");
+  p.whole_heads = !env_is("HIPFORMERS_PERSISTENT_ATTENTION", "split");
+  p.merge_in_attention = flagged || p.whole_heads || env_is("HIPFORMERS_PERSISTENT_MERGE", "attention");
   p.jitter = flagged && env_is("HIPFORMERS_PERSISTENT_JITTER", "1");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
@@ -1539,17 +1798,18 @@ void decode_step_launch(const DecodeStepArgs& a) {
     g_trace_flagged = flagged;
     std::call_once(once, [] { std::atexit(print_trace); });
   }
-  static const int stages = [] {
-    const char* v = std::getenv("HIPFORMERS_PERSISTENT_STAGES");
-    const int n = v ? std::atoi(v) : kStages;
-    return n >= 2 && n <= kStages ? n : kStages;
-  }();
-  p.stages = stages;
   static const bool l2_hint = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_L2_HINT");
     return !(v && std::string(v) == "0");
   }();
   p.l2_hint = l2_hint;
+  static const bool poll_ns_set = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_POLL_NS");
+    if (!v || !*v) return true;
+    const unsigned ns = static_cast<unsigned>(std::strtoul(v, nullptr, 10));
+    return cudaMemcpyToSymbol(c_poll_ns, &ns, sizeof ns) == cudaSuccess;
+  }();
+  if (!poll_ns_set) throw_error(ErrorKind::kRuntime, "persistent decode step: cannot set HIPFORMERS_PERSISTENT_POLL_NS");
   static const unsigned ablate = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_ABLATE");
     const unsigned bits = v ? static_cast<unsigned>(std::strtoul(v, nullptr, 0)) & 31u : 0u;

@@ -14,7 +14,8 @@
 // Math: that of CausalLM::forward_step's small-batch path with the norms and
 // SwiGLU folded into the projections (rms_norm_in_projection,
 // silu_and_mul_in_projection): the same rounding points, other summation
-// orders (GEMV sums by tile, attention by page), so results agree with the
+// orders (GEMV sums on the tensor cores, fp32, by blocks of 32 inputs;
+// attention by warp or page), so results agree with the
 // per-kernel path to bf16 rounding, not bit for bit.
 //
 // Scope: CUDA sm_90 builds only (bulk copies into shared memory and

@@ -68,14 +68,15 @@ __device__ __forceinline__ uint4 pack_flagged8(const uint4& a, const uint4& b) {
 }
 
 // Re-reads the word or words at p (already loaded once into w: a uint32_t
-// or a uint4) until every tag is `tag`, pausing between reads: 132 blocks
-// polling the same lines would crowd the L2 slices the writers store to.
-// `between` runs after each re-read (the runtime's hang check; nothing in
-// the prototype).
+// or a uint4) until every tag is `tag`, pausing sleep_ns between reads: 132
+// blocks polling the same lines would crowd the L2 slices the writers store
+// to. `between` runs after each re-read (the runtime's hang check; nothing
+// in the prototype).
 template <typename Word, typename Between>
-__device__ __forceinline__ void poll_tagged(const uint32_t* p, Word& w, uint32_t tag, Between between) {
+__device__ __forceinline__ void poll_tagged(const uint32_t* p, Word& w, uint32_t tag, Between between,
+                                            unsigned sleep_ns = 32) {
   while (!tagged(w, tag)) {
-    __nanosleep(32);
+    if (sleep_ns) __nanosleep(sleep_ns);
     load_relaxed(p, w);
     between();
   }

@@ -98,16 +98,24 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   // exchanged through the done counters (the default) or as flagged words
   // (and the two exchanges alternating step by step on one workspace, and
   // the flagged one with each block sleeping 0-4 us before each op, so the
-  // blocks meet the ops in many relative orders)
+  // blocks meet the ops in many relative orders); with split attention items
+  // and with whole-head attention (the default while the pages fit the ring;
+  // splits again past it)
   struct Variant {
     std::vector<std::pair<const char*, const char*>> env;  // set for the run
     bool alternate = false;                                 // decode()'s
   };
-  const Variant variants[] = {{{{"HIPFORMERS_PERSISTENT_MERGE", "o"}}},
-                              {{{"HIPFORMERS_PERSISTENT_MERGE", "attention"}}},
-                              {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
-                              {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
-                              {{}, true}};
+  const Variant variants[] = {
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_MERGE", "o"}}},
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_MERGE", "attention"}}},
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"},
+        {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
+        {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+      {{}},  // whole heads (the default), counters
+      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
+      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+      {{}, true}};
   for (const Variant& variant : variants) {
     std::string label = variant.alternate ? "exchanges alternating" : "";
     for (const auto& [variable, value] : variant.env) {
@@ -143,6 +151,14 @@ TEST(PersistentDecodeStep, Qwen3HeadDim128MatchesPerKernelStep) {
                       .head_dim = 128, .max_positions = 512};
   // 120 prompt tokens + 20 steps: the context crosses pages at 128 (splits merge)
   expect_persistent_matches(spec, "pd_qwen3_128", 120, 20);
+}
+
+TEST(PersistentDecodeStep, WholeHeadsGiveWayToSplitsPastTheRing) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  const TinySpec spec{.vocab = 1003, .hidden = 256, .intermediate = 384, .layers = 3, .heads = 8, .kv_heads = 2,
+                      .head_dim = 128, .max_positions = 512};
+  // 250 + 12: 4 pages (whole heads fit the 8-stage ring), then 5 (splits)
+  expect_persistent_matches(spec, "pd_whole_to_split", 250, 12);
 }
 
 TEST(PersistentDecodeStep, LongContextMergesSplitsInChunks) {
