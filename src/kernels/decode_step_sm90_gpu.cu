@@ -134,6 +134,11 @@ struct Params {
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
   bool l2_hint;  // weight copies evict first (HIPFORMERS_PERSISTENT_L2_HINT=0 turns it off, for A/B)
+  // Tile groups (HIPFORMERS_PERSISTENT_TILE_GROUPS = 1, 2, 4 or 8; log2 here):
+  // the consumer warps split into groups that take an op's tiles in turn,
+  // each tile's inputs split over its group's warps, so up to that many
+  // tiles run at once.
+  int tile_groups_log2;
   unsigned ablate;  // kAblate* bits (HIPFORMERS_PERSISTENT_ABLATE); 0 in every real run
   // Where a kv head's splits merge (HIPFORMERS_PERSISTENT_MERGE): false, in
   // the o projection's staging (every block reads every partial); true, in
@@ -308,8 +313,8 @@ __device__ __forceinline__ unsigned load_evict_first(const void* p, uint64_t pol
 struct SmemLayout {
   static constexpr int kRing = kStages * kStageBytes;
   static constexpr int kX = kRing;                                    // bf16 [kMaxIn]
-  static constexpr int kRows = kX + kMaxIn * 2;                       // float [2][8][8]: tile row sums by part
-  static constexpr int kRed = kRows + 2 * 8 * 8 * 4;                  // float [8] block reductions
+  static constexpr int kRows = kX + kMaxIn * 2;                       // float [8 groups][2][8][8]: tile row sums by part
+  static constexpr int kRed = kRows + 8 * 2 * 8 * 8 * 4;              // float [8] block reductions
   static constexpr int kHeads = kRed + 8 * 4;                         // bf16 [kMaxGroup + 2][kMaxD]: q heads, k, v
   static constexpr int kQ = kHeads + (kMaxGroup + 2) * kMaxD * 2;     // float [kMaxGroup][kMaxD]: roped q
   static constexpr int kKV = kQ + kMaxGroup * kMaxD * 4;              // float [2][kMaxD]: the new k, v
@@ -681,17 +686,18 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a2
       : "r"(a0), "r"(a0), "r"(a2), "r"(a2), "r"(b0), "r"(b1));
 }
 
-// This warp's share of a tile: the 32-input blocks j = warp, warp + 8, ...
-// of rows 0-7 (slot addresses clamped as in tile_mma). The sums of rows 2l,
-// 2l + 1 in lanes l < 4; the 8 warps' shares meet in shared memory.
+// This warp's share of a tile: the 32-input blocks j = warp, warp + warps,
+// ... of rows 0-7 (slot addresses clamped to the tile's rows: the copies of
+// rows past it are never read). The sums of rows 2l, 2l + 1 in lanes l < 4;
+// the warps' shares meet in shared memory.
 __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, const bf16* x, int in, int rows, int warp,
-                                                int lane) {
+                                                int warps, int lane) {
   const int slot_bytes = in * 2 + kRowPad;
   const int r = min(lane & 7, rows - 1);
   const unsigned char* row = stage + r * slot_bytes + (lane >> 3) * 16;  // matrix lane / 8: inputs + 8 (lane / 8)
   const uint32_t* xw = reinterpret_cast<const uint32_t*>(x) + (lane & 3);  // inputs 2 (l % 4), + 1
   float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int j = warp; j < in / 32; j += kConsumerWarps) {
+  for (int j = warp; j < in / 32; j += warps) {
     uint32_t b[4];
     ldmatrix_x4(b, row + j * 64);
     const uint32_t* xj = xw + j * 16;  // 32 inputs = 16 words
@@ -705,7 +711,8 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
 // thread adds to come into registers when the op's tiles start, kAhead tiles
 // ahead, and move up one slot per tile: read in the epilogue, each would
 // cost the tile an L2 round trip. The thread owning row r of a tile:
-// thread r (the one that sums the warps' parts of row r).
+// thread r of the tile's group (the one that sums the warps' parts of row
+// r); the slots hold the group's next tiles.
 // F (the flagged exchange): the slots hold the words as loaded, their tags
 // checked only when used, so the load's round trip still overlaps the tiles
 // in between.
@@ -718,10 +725,6 @@ template <>
 struct ResidualAhead<true> {
   uint32_t v[kAhead];
 };
-__device__ __forceinline__ int residual_owner(const Gemv& g) {
-  const int tid = threadIdx.x;
-  return tid < g.rows ? tid : -1;
-}
 __device__ __forceinline__ bool residual_row(const Gemv& g, int t, int r) {
   return r >= 0 && t < g.tiles && t * g.rows + r < g.out;
 }
@@ -791,57 +794,65 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   const int G = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kind = op_kind(k, p.n_layers), layer = k / kOpsPerLayer;
-  const int R = g.rows, parts = kConsumerWarps;  // every warp takes a part of every tile's inputs
-  const int half = R / 2;
+  const int R = g.rows, half = R / 2;
+  // tile groups: the tile in ring position i goes to group i % groups, whose
+  // warps split its inputs (stage i % kStages always meets the same group)
+  const int lg = p.tile_groups_log2, groups = 1 << lg, wpg = kConsumerWarps >> lg;
+  const int grp = warp >> (3 - lg), gw = warp & (wpg - 1), gtid = static_cast<int>(threadIdx.x) & (32 * wpg - 1);
   // (kAblateNoStores: no residual loads either, nothing adds to them)
   const bool adds = (kind == kOpO || kind == kOpDown) && !(p.ablate & kAblateNoStores);
-  const int owner = adds ? residual_owner(g) : -1;
+  const int owner = adds && gtid < R ? gtid : -1;
+  // the group's tiles: t0, t0 + groups G, ...
+  const int t0 = b + ((grp - st.i) & (groups - 1)) * G, step = groups * G;
   ResidualAhead<F> ra;
 #pragma unroll
-  for (int j = 0; j < kAhead; ++j) ra.v[j] = residual_load<F>(p, kind, layer, embed_row, g, b + j * G, owner);
+  for (int q = 0; q < kAhead; ++q) ra.v[q] = residual_load<F>(p, kind, layer, embed_row, g, t0 + q * step, owner);
   for (int t = b; t < g.tiles; t += G, ++st.i) {
+    if ((st.i & (groups - 1)) != grp) continue;
     const auto slot = ra.v[0];
     if (adds) {
 #pragma unroll
-      for (int j = 0; j + 1 < kAhead; ++j) ra.v[j] = ra.v[j + 1];
-      ra.v[kAhead - 1] = residual_load<F>(p, kind, layer, embed_row, g, t + kAhead * G, owner);
+      for (int q = 0; q + 1 < kAhead; ++q) ra.v[q] = ra.v[q + 1];
+      ra.v[kAhead - 1] = residual_load<F>(p, kind, layer, embed_row, g, t + kAhead * step, owner);
     }
     const int s = st.i % kStages;
     // rows of this tile that exist (the last tile may be short)
     const int valid = g.pairs ? min(half, g.out - t * half) : min(R, g.out - t * R);
     wait_stage<kTrace>(full, s, (st.i / kStages) & 1, st);
     float2 acc = make_float2(0.0f, 0.0f);
-    if (!(p.ablate & kAblateNoTileMath)) acc = tile_part_mma(ring + s * kStageBytes, xs, g.in, R, warp, lane);
+    if (!(p.ablate & kAblateNoTileMath)) acc = tile_part_mma(ring + s * kStageBytes, xs, g.in, R, gw, wpg, lane);
     __syncwarp();
-    if (lane == 0) mbarrier_arrive(&empty[s]);  // the stage may be refilled
-    float* rs = rows_smem + (st.i & 1) * 64;  // two buffers: one barrier per tile
+    if (lane == 0) mbarrier_arrive(&empty[s], static_cast<uint32_t>(groups));  // the group's wpg warps count 8
+    // two buffers a group: one barrier per tile
+    float* rs = rows_smem + (grp * 2 + ((st.i >> lg) & 1)) * 64;
     if (lane < 4) {
-      rs[(2 * lane) * 8 + warp] = acc.x;
-      rs[(2 * lane + 1) * 8 + warp] = acc.y;
+      rs[(2 * lane) * 8 + gw] = acc.x;
+      rs[(2 * lane + 1) * 8 + gw] = acc.y;
     }
-    consumers_sync();
-    const int tid = threadIdx.x;
+    if (groups == 1) consumers_sync();
+    else if (wpg == 1) __syncwarp();
+    else asm volatile("bar.sync %0, %1;" ::"r"(2 + grp), "r"(32 * wpg) : "memory");
     if (g.pairs) {
-      if (tid < valid) {
+      if (gtid < valid) {
         float gs = 0.0f, us = 0.0f;
-        for (int q = 0; q < parts; ++q) {
-          gs += rs[tid * 8 + q];
-          us += rs[(tid + half) * 8 + q];
+        for (int q = 0; q < wpg; ++q) {
+          gs += rs[gtid * 8 + q];
+          us += rs[(gtid + half) * 8 + q];
         }
         const float gv = bf16_round(gs), uv = bf16_round(us);
         const float silu = gv / (1.0f + expf(-gv));
         const float out = bf16_round(bf16_round(silu) * uv);
         if (p.ablate & kAblateNoStores) {
         } else if constexpr (F) {
-          store_flagged(p.act_f + t * half + tid, out, tags.out);
+          store_flagged(p.act_f + t * half + gtid, out, tags.out);
         } else {
-          store(p.act + t * half + tid, out);
+          store(p.act + t * half + gtid, out);
         }
       }
-    } else if (tid < valid) {
+    } else if (gtid < valid) {
       float sum = 0.0f;
-      for (int q = 0; q < parts; ++q) sum += rs[tid * 8 + q];
-      gemv_output<F>(p, kind, t * R + tid, sum, residual_value<F>(p, g, t, owner, slot, tags), st, tags);
+      for (int q = 0; q < wpg; ++q) sum += rs[gtid * 8 + q];
+      gemv_output<F>(p, kind, t * R + gtid, sum, residual_value<F>(p, g, t, owner, slot, tags), st, tags);
     }
   }
 }
@@ -1803,6 +1814,12 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return !(v && std::string(v) == "0");
   }();
   p.l2_hint = l2_hint;
+  static const int tile_groups_log2 = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_TILE_GROUPS");
+    const int n = v ? std::atoi(v) : 4;
+    return n == 8 ? 3 : n == 4 ? 2 : n == 2 ? 1 : 0;
+  }();
+  p.tile_groups_log2 = tile_groups_log2;
   static const bool poll_ns_set = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_POLL_NS");
     if (!v || !*v) return true;

@@ -36,6 +36,11 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
 }
 
+// `count` arrivals at once (one thread speaking for several).
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(count) : "memory");
+}
+
 // Whether the phase of `parity` has completed; may suspend the thread for a
 // while (hardware-defined) before it says no.
 __device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t parity) {
