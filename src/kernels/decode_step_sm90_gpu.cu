@@ -539,6 +539,8 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
 // ---- the consumers: staging --------------------------------------------------
 // Sum of the 256 consumer threads' v (every consumer gets it; warp sums
 // added in warp order).
+// One barrier: its only caller (stage_norm) is followed by the op's own
+// barriers before red is written again, so no second barrier guards red.
 __device__ __forceinline__ float consumers_sum(float v, float* red) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   v = warp_sum(v);
@@ -547,7 +549,6 @@ __device__ __forceinline__ float consumers_sum(float v, float* red) {
   float total = 0;
 #pragma unroll
   for (int w = 0; w < kConsumerWarps; ++w) total += red[w];
-  consumers_sync();  // red is reused
   return total;
 }
 
@@ -696,15 +697,30 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
   const int r = min(lane & 7, rows - 1);
   const unsigned char* row = stage + r * slot_bytes + (lane >> 3) * 16;  // matrix lane / 8: inputs + 8 (lane / 8)
   const uint32_t* xw = reinterpret_cast<const uint32_t*>(x) + (lane & 3);  // inputs 2 (l % 4), + 1
-  float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int j = warp; j < in / 32; j += warps) {
+  // four accumulators: the chain of dependent mma (their latency, ~30
+  // cycles each) is a quarter of the warp's blocks long
+  float d[4][4] = {};
+  const int n32 = in / 32;
+  int j = warp;
+  for (; j + warps < n32; j += 2 * warps) {
+    uint32_t b[4], c[4];
+    ldmatrix_x4(b, row + j * 64);
+    ldmatrix_x4(c, row + (j + warps) * 64);
+    const uint32_t* xj = xw + j * 16;  // 32 inputs = 16 words
+    const uint32_t* xk = xw + (j + warps) * 16;
+    mma_bf16(d[0], xj[0], xj[4], b[0], b[1]);
+    mma_bf16(d[1], xj[8], xj[12], b[2], b[3]);
+    mma_bf16(d[2], xk[0], xk[4], c[0], c[1]);
+    mma_bf16(d[3], xk[8], xk[12], c[2], c[3]);
+  }
+  if (j < n32) {
     uint32_t b[4];
     ldmatrix_x4(b, row + j * 64);
-    const uint32_t* xj = xw + j * 16;  // 32 inputs = 16 words
-    mma_bf16(d0, xj[0], xj[4], b[0], b[1]);
-    mma_bf16(d1, xj[8], xj[12], b[2], b[3]);
+    const uint32_t* xj = xw + j * 16;
+    mma_bf16(d[0], xj[0], xj[4], b[0], b[1]);
+    mma_bf16(d[1], xj[8], xj[12], b[2], b[3]);
   }
-  return make_float2(d0[0] + d1[0], d0[1] + d1[1]);
+  return make_float2((d[0][0] + d[1][0]) + (d[2][0] + d[3][0]), (d[0][1] + d[1][1]) + (d[2][1] + d[3][1]));
 }
 
 // The o and down epilogues add into the residual stream. The old values a
