@@ -537,6 +537,26 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
 }
 
 // ---- the consumers: staging --------------------------------------------------
+// A staged input is laid out as tile_part_mma reads it: for the 32-input
+// block j and lane group t (0-3), one 16-byte vector of four bf16 pairs,
+// inputs {32j + 2t, 32j + 16 + 2t, 32j + 8 + 2t, 32j + 24 + 2t} (+ 0, 1):
+// the four registers of mma's A operand for both 16-input steps of the block
+// at once (tile_part_mma), read with one load.
+__device__ __forceinline__ int x_word_slot(int chunk) { return chunk == 1 ? 2 : chunk == 2 ? 1 : chunk; }
+// Input e's place (in bf16 values).
+__device__ __forceinline__ int x_frag_index(int e) {
+  const int j = e >> 5, r = e & 31;
+  return (((j << 2) + ((r & 7) >> 1)) << 3) + (x_word_slot(r >> 3) << 1) + (r & 1);
+}
+// Inputs 8v .. 8v + 7 (one 8-input chunk: word t of it goes to lane group t's vector).
+__device__ __forceinline__ void store_x_vector(bf16* xs, int v, uint4 val) {
+  uint32_t* w = reinterpret_cast<uint32_t*>(xs) + ((v >> 2) << 4) + x_word_slot(v & 3);
+  w[0] = val.x;
+  w[4] = val.y;
+  w[8] = val.z;
+  w[12] = val.w;
+}
+
 // Sum of the 256 consumer threads' v (every consumer gets it; warp sums
 // added in warp order).
 // One barrier: its only caller (stage_norm) is followed by the op's own
@@ -626,7 +646,7 @@ __device__ void stage_norm(const bf16* x, const uint32_t* xf, uint32_t tag, int 
       bf16* oe = reinterpret_cast<bf16*>(&o);
 #pragma unroll
       for (int q = 0; q < 8; ++q) store(oe + q, bf16_round(load(we + q) * bf16_round(load(xe + q) * inv)));
-      reinterpret_cast<uint4*>(xs)[v] = o;
+      store_x_vector(xs, v, o);
     }
   }
 }
@@ -639,7 +659,7 @@ __device__ void stage_plain(const bf16* x, const uint32_t* xf, uint32_t tag, int
 #pragma unroll
   for (int j = 0; j < kMaxVec; ++j) {
     const int v = threadIdx.x + j * kConsumers;
-    if (v < n / 8) reinterpret_cast<uint4*>(xs)[v] = xv[j];
+    if (v < n / 8) store_x_vector(xs, v, xv[j]);
   }
   if (loaded) *loaded = sm_clock_after(xv[0].x);
 }
@@ -667,11 +687,12 @@ __device__ __forceinline__ void wait_stage(uint64_t* full, int s, uint32_t parit
 // A tile on the tensor cores: D = A B + D (mma m16n8k16, bf16 in, fp32
 // sums) with B = 8 weight rows x 16 inputs (ldmatrix from the stage's
 // padded rows: the fragment mma's "col" B layout wants is row-major W) and
-// A = x in row 0 (rows 1-15 are whatever the lanes load: they reach only
-// rows 1-15 of D, which nothing reads). Row 0 of D, the 8 dot products,
-// ends in lanes 0-3: lane l holds rows 2l and 2l + 1 (d[0], d[1]).
+// x in one row of A (row 0 or row 8, see tile_part_mma; the other rows are
+// whatever the lanes load: they reach only rows of D nothing reads). That
+// row of D, the 8 dot products, ends in lanes 0-3: lane l holds rows 2l and
+// 2l + 1 (d[0], d[1] for row 0; d[2], d[3] for row 8).
 // A scalar warp-per-row dot product spends ~25 instructions on every 512
-// bytes of weights; this spends ~8 (an ldmatrix, two mma, the x loads):
+// bytes of weights; this spends ~5 (an ldmatrix, two mma, one x load):
 // the step was bound by instruction issue (8 consumer warps an SM, ~2 M
 // warp instructions an SM a step; docs/PERFORMANCE.md).
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
@@ -679,12 +700,12 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_address(row)));
 }
-__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint4& a, uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a0), "r"(a2), "r"(a2), "r"(b0), "r"(b1));
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 
 // This warp's share of a tile: the 32-input blocks j = warp, warp + warps,
@@ -696,9 +717,14 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
   const int slot_bytes = in * 2 + kRowPad;
   const int r = min(lane & 7, rows - 1);
   const unsigned char* row = stage + r * slot_bytes + (lane >> 3) * 16;  // matrix lane / 8: inputs + 8 (lane / 8)
-  const uint32_t* xw = reinterpret_cast<const uint32_t*>(x) + (lane & 3);  // inputs 2 (l % 4), + 1
-  // four accumulators: the chain of dependent mma (their latency, ~30
-  // cycles each) is a quarter of the warp's blocks long
+  // x in A: the staged layout's vector {a0 of step 0, a0 of step 1, a2 of
+  // step 0, a2 of step 1} (x_frag_index) is a whole A operand for both
+  // 16-input steps of a block: with step 0's B, row 0 of D gets x . B (rows
+  // 8-15 whatever); with step 1's B, rows 8-15 do (as a1 and a3). So step 0
+  // sums in d[0], d[1] of its accumulator, step 1 in d[2], d[3] of another.
+  const uint4* xv = reinterpret_cast<const uint4*>(x) + (lane & 3);
+  // four accumulators, two blocks in flight: the chain of dependent mma
+  // (their latency, ~30 cycles each) is a quarter of the warp's steps long
   float d[4][4] = {};
   const int n32 = in / 32;
   int j = warp;
@@ -706,21 +732,20 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
     uint32_t b[4], c[4];
     ldmatrix_x4(b, row + j * 64);
     ldmatrix_x4(c, row + (j + warps) * 64);
-    const uint32_t* xj = xw + j * 16;  // 32 inputs = 16 words
-    const uint32_t* xk = xw + (j + warps) * 16;
-    mma_bf16(d[0], xj[0], xj[4], b[0], b[1]);
-    mma_bf16(d[1], xj[8], xj[12], b[2], b[3]);
-    mma_bf16(d[2], xk[0], xk[4], c[0], c[1]);
-    mma_bf16(d[3], xk[8], xk[12], c[2], c[3]);
+    const uint4 xa = xv[j * 4], xb = xv[(j + warps) * 4];
+    mma_bf16(d[0], xa, b[0], b[1]);
+    mma_bf16(d[1], xa, b[2], b[3]);
+    mma_bf16(d[2], xb, c[0], c[1]);
+    mma_bf16(d[3], xb, c[2], c[3]);
   }
   if (j < n32) {
     uint32_t b[4];
     ldmatrix_x4(b, row + j * 64);
-    const uint32_t* xj = xw + j * 16;
-    mma_bf16(d[0], xj[0], xj[4], b[0], b[1]);
-    mma_bf16(d[1], xj[8], xj[12], b[2], b[3]);
+    const uint4 xa = xv[j * 4];
+    mma_bf16(d[0], xa, b[0], b[1]);
+    mma_bf16(d[1], xa, b[2], b[3]);
   }
-  return make_float2((d[0][0] + d[1][0]) + (d[2][0] + d[3][0]), (d[0][1] + d[1][1]) + (d[2][1] + d[3][1]));
+  return make_float2((d[0][0] + d[1][2]) + (d[2][0] + d[3][2]), (d[0][1] + d[1][3]) + (d[2][1] + d[3][3]));
 }
 
 // The o and down epilogues add into the residual stream. The old values a
@@ -1334,7 +1359,7 @@ __device__ void stage_attention(const Params& p, int len, bf16* xs, unsigned cha
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int idx = tid + j * kConsumers;
-      if (idx < nh * D) store(xs + h_begin * D + idx, A[j] / Lsum[j]);
+      if (idx < nh * D) store(xs + x_frag_index(h_begin * D + idx), A[j] / Lsum[j]);
     }
   }
 }
