@@ -944,6 +944,26 @@ __device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int
   }
 }
 
+// Kv head g's query heads, its key and its value for this token, as the
+// qkv GEMV stored them, into s_heads ([group + 2][D] bf16): F, polled from
+// the flagged words until the qkv op's tag; else read through L2.
+template <int kPer, bool F>  // head dims per lane: D = 32 kPer
+__device__ __forceinline__ void load_kv_head_group(const Params& p, int g, bf16* s_heads, const Tags& tags) {
+  const int heads = p.heads, kvh = p.kv_heads, group = heads / kvh, h0 = g * group, D = 32 * kPer;
+  for (int v = threadIdx.x; v < (group + 2) * D / 8; v += kConsumers) {
+    const int hh = v * 8 / D, d = v * 8 % D;
+    const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
+    const int64_t at = static_cast<int64_t>(src_head) * D + d;
+    if constexpr (F) {
+      const uint32_t* words = p.qkv_f + at;
+      reinterpret_cast<uint4*>(s_heads)[v] =
+          poll_flagged8(words, load_relaxed4(words), load_relaxed4(words + 4), tags.in, tags.k);
+    } else {
+      reinterpret_cast<uint4*>(s_heads)[v] = __ldcg(reinterpret_cast<const uint4*>(p.qkv + at));
+    }
+  }
+}
+
 // One item: scores of this kv head's query heads against the page's keys
 // (K page in one ring stage, V page in the next), softmax over the page,
 // p . v, written as a split partial (max, sum, acc[D]) per query head; the o
@@ -977,22 +997,10 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
   }
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
   for (int item = b; item < nsplit * kvh; item += G) {
-    const int split = item / kvh, g = item % kvh, h0 = g * group;
+    const int split = item / kvh, g = item % kvh;
     const int key0 = split * kPageKeys, nk = min(kPageKeys, len - key0);
     const bool has_new = pos - key0 < kPageKeys;  // this page holds the new key
-    // this kv head's q heads, its k and v, as the qkv GEMV stored them
-    for (int v = tid; v < (group + 2) * D / 8; v += kConsumers) {
-      const int hh = v * 8 / D, d = v * 8 % D;
-      const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
-      const int64_t at = static_cast<int64_t>(src_head) * D + d;
-      if constexpr (F) {
-        const uint32_t* words = p.qkv_f + at;
-        reinterpret_cast<uint4*>(s_heads)[v] =
-            poll_flagged8(words, load_relaxed4(words), load_relaxed4(words + 4), tags.in, tags.k);
-      } else {
-        reinterpret_cast<uint4*>(s_heads)[v] = __ldcg(reinterpret_cast<const uint4*>(p.qkv + at));
-      }
-    }
+    load_kv_head_group<kPer, F>(p, g, s_heads, tags);
     consumers_sync();
     for (int task = warp; task < group + (has_new ? 1 : 0); task += kConsumerWarps) {
       const bf16* src = s_heads + task * D;
@@ -1142,19 +1150,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   const int i0 = st.i;  // K page q in ring use i0 + q, V page q in i0 + npages + q
   st.i += 2 * npages;
 
-  // this kv head's q heads, its k and v, as the qkv GEMV stored them
-  for (int v = tid; v < (group + 2) * D / 8; v += kConsumers) {
-    const int hh = v * 8 / D, d = v * 8 % D;
-    const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
-    const int64_t at = static_cast<int64_t>(src_head) * D + d;
-    if constexpr (F) {
-      const uint32_t* words = p.qkv_f + at;
-      reinterpret_cast<uint4*>(s_heads)[v] =
-          poll_flagged8(words, load_relaxed4(words), load_relaxed4(words + 4), tags.in, tags.k);
-    } else {
-      reinterpret_cast<uint4*>(s_heads)[v] = __ldcg(reinterpret_cast<const uint4*>(p.qkv + at));
-    }
-  }
+  load_kv_head_group<kPer, F>(p, g, s_heads, tags);
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
   consumers_sync();
   for (int task = warp; task < group + 1; task += kConsumerWarps) {
