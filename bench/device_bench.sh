@@ -101,12 +101,11 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
           extra=""; envs=""
           # A variant may carry modifiers after '+' (e.g. persistent_flagged+split): split:
           # HIPFORMERS_PERSISTENT_ATTENTION=split (attention items per page instead of whole
-          # heads); pollN: HIPFORMERS_PERSISTENT_POLL_NS=N; env:NAME=VALUE: any variable.
+          # heads); env:NAME=VALUE: any variable.
           v=${vm%%+*}; mods=""; [ "$v" != "$vm" ] && mods=${vm#*+}
           for m in ${mods//+/ }; do
             case "$m" in
               split) envs="$envs HIPFORMERS_PERSISTENT_ATTENTION=split" ;;
-              poll*) envs="$envs HIPFORMERS_PERSISTENT_POLL_NS=${m#poll}" ;;
               env:*) envs="$envs ${m#env:}" ;;
             esac
           done

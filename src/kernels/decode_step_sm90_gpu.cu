@@ -276,10 +276,9 @@ __device__ __forceinline__ void ring_wait(uint64_t* bar, uint32_t parity, int wh
   while (!mbarrier_try_wait(bar, parity)) trap_if_late(t0, what, k);
 }
 
-// The pause between a poll's reads (HIPFORMERS_PERSISTENT_POLL_NS, an A/B
-// switch; set once per process). None: on an H100 a 32 ns pause made the
-// step 7% slower (0.939 against 0.877 ms), 8 ns no better than 32.
-__constant__ unsigned c_poll_ns = 0;
+// No pause between a poll's reads: on an H100 a 32 ns pause made the step
+// 7% slower (0.939 against 0.877 ms), 8 ns no better (docs/PERFORMANCE.md).
+constexpr unsigned kPollPauseNs = 0;
 
 // The flagged exchange's polls: re-read the word or words at p (already
 // loaded once into w) until every tag is `tag`; tag 0 takes them as they
@@ -288,7 +287,7 @@ template <typename Word>
 __device__ __forceinline__ void poll_words(const uint32_t* p, Word& w, uint32_t tag, int k) {
   if (tag == 0 || tagged(w, tag)) return;
   const unsigned long long t0 = sm_clock();
-  poll_tagged(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); }, c_poll_ns);
+  poll_tagged(p, w, tag, [&] { trap_if_late(t0, kWaitFlags, k); }, kPollPauseNs);
 }
 // Eight values from the two word vectors at p (loaded once as a, b), polled
 // until every tag is `tag`.
@@ -1149,6 +1148,14 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   const int pos = len - 1, npages = (len + kPageKeys - 1) / kPageKeys;
   const int i0 = st.i;  // K page q in ring use i0 + q, V page q in i0 + npages + q
   st.i += 2 * npages;
+  if (p.ablate & kAblateNoAttention) {  // time only: the stages taken and given back
+    for (int q = 0; q < 2 * npages; ++q) {
+      wait_stage<kTrace>(full, (i0 + q) % kStages, ((i0 + q) / kStages) & 1, st);
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(&empty[(i0 + q) % kStages]);
+    }
+    return;
+  }
 
   load_kv_head_group<kPer, F>(p, g, s_heads, tags);
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
@@ -1206,7 +1213,9 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
         }
       }
       const float sv = visible ? sc * p.scale : -INFINITY;
-      const float mx = warp_max(sv);  // finite: the warp's first key is visible
+      // -inf when none of the warp's keys is visible (the second warp of the
+      // last page): then e and l are 0 and the merge skips the warp
+      const float mx = warp_max(sv);
       const float e = visible ? expf(sv - mx) : 0.0f;
       const float l = warp_sum(e);
       s_p[gg * 32 + lane] = bf16_round(e);
@@ -1860,13 +1869,6 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return n == 8 ? 3 : n == 4 ? 2 : n == 2 ? 1 : 0;
   }();
   p.tile_groups_log2 = tile_groups_log2;
-  static const bool poll_ns_set = [] {
-    const char* v = std::getenv("HIPFORMERS_PERSISTENT_POLL_NS");
-    if (!v || !*v) return true;
-    const unsigned ns = static_cast<unsigned>(std::strtoul(v, nullptr, 10));
-    return cudaMemcpyToSymbol(c_poll_ns, &ns, sizeof ns) == cudaSuccess;
-  }();
-  if (!poll_ns_set) throw_error(ErrorKind::kRuntime, "persistent decode step: cannot set HIPFORMERS_PERSISTENT_POLL_NS");
   static const unsigned ablate = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_ABLATE");
     const unsigned bits = v ? static_cast<unsigned>(std::strtoul(v, nullptr, 0)) & 31u : 0u;
