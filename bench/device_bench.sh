@@ -12,10 +12,10 @@
 #                                   HIPFORMERS_PERSISTENT_ABLATE, e.g. persistent_ablate1 (no grid waits),
 #                                   persistent_ablate31 (nearly all work left out: the weight stream, the
 #                                   ring, the staging and per-tile barriers remain))
-#   bench/device_bench.sh persistent_diag  the persistent step's planned run, most telling first, all
-#                                   under $OUT: its batch-1 ab variants against the default (plain,
-#                                   flagged, ablations, traced), then its GPU test and the stream
-#                                   prototype (DIAG_VARIANTS to narrow the ab list)
+#   bench/device_bench.sh persistent_diag  the persistent step's planned run, all under $OUT: its GPU
+#                                   test, its batch-1 ab variants against the default (flagged,
+#                                   split attention, counters, ablations), the stream prototype
+#                                   (DIAG_VARIANTS to narrow the ab list)
 #   bench/device_bench.sh profile_step  the persistent step's warp stalls by source line (ncu PC sampling)
 #   bench/device_bench.sh trace     one decode step's kernels block by block (a -DHIPFORMERS_STEP_TRACE=ON
 #                                   build staged as .devbuild/bin/hipformers-trace; bench/step_trace.py)
@@ -132,7 +132,8 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
           case "$v" in persistent*) envs="HIPFORMERS_PERSISTENT_DECODE=require $envs" ;; esac
           case "$v" in persistent*_trace) envs="$envs HIPFORMERS_PERSISTENT_TRACE=1" ;; esac
           printf '%-14s batch %s prompt %s: ' "$vm" "$b" "${AB_PROMPT:-128}"
-          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$OUT/ab_${vm}_b$b.err" \
+          err=/tmp/ab_err_b$b.txt
+          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$err" \
             --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
 try:
@@ -142,19 +143,23 @@ except ValueError:
 print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"],
       r["prefill_tokens_per_s"]))'
           # stderr: whole for the traced variants (their tables), else its last lines (errors, warnings)
-          case "$v" in *trace*) cat "$OUT/ab_${vm}_b$b.err" ;; *) tail -n 3 "$OUT/ab_${vm}_b$b.err" ;; esac
+          # stderr, whole, in one file under $OUT (the device tool returns a few files only)
+          { echo "== $vm batch $b"; cat "$err"; } >>"$OUT/ab_stderr.txt"
+          case "$v" in *trace*) cat "$err" ;; *) tail -n 3 "$err" ;; esac
         done
       done ;;
     persistent_diag)
-      # Ordered so a short lease still answers the first question (is the flagged exchange, or
-      # the step without grid-wide waits, or without attention, under the per-kernel step?).
-      AB_BATCHES=1 AB_VARIANTS="${DIAG_VARIANTS:-default persistent persistent_flagged persistent_ablate1 \
-persistent_ablate8 persistent_ablate2 persistent_merge_attn persistent_ablate4 persistent_ablate16 default \
-persistent_flagged_trace persistent_trace}" bench/device_bench.sh ab 2>&1 | tee "$OUT/ab.txt"
+      # The persistent step's GPU test first (its correctness makes the timings mean something),
+      # then its batch-1 ab variants against the per-kernel default (the ablations are time
+      # only), then the stream prototype; DIAG_VARIANTS narrows the ab list.
       echo "== test_models_gpu_decode_step_gpu_test"
       timeout 150 .devbuild/bin/test_models_gpu_decode_step_gpu_test >"$OUT/decode_step_gpu_test.txt" 2>&1
       echo "exit $?"
-      grep -E '^\[ *(OK|FAILED|PASSED) ' "$OUT/decode_step_gpu_test.txt" | tail -20
+      grep -E '^\[ *(OK|FAILED|PASSED) |Failure|trapping' "$OUT/decode_step_gpu_test.txt" | tail -20
+      AB_BATCHES=1 AB_VARIANTS="${DIAG_VARIANTS:-default persistent_flagged persistent_flagged+split persistent \
+persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=1 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=2 \
+persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=4 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=8 \
+persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=16 default persistent_flagged}" bench/device_bench.sh ab 2>&1 | tee "$OUT/ab.txt"
       echo "== decode_stream_proto"
       timeout 60 .devbuild/bin/decode_stream_proto 2>&1 | tee "$OUT/proto.txt" | tail -30 ;;
     profile_step)
