@@ -24,9 +24,10 @@
 // (rounded as rms_norm rounds: round(w * round(x / rms))) for qkv, gate|up
 // and lm_head; plain for o (attention output) and down (the SwiGLU output).
 // A tile runs on the tensor cores (tile_part_mma: mma.sync m16n8k16 with x
-// as row 0 of A and 8 weight rows as B, loaded by ldmatrix from the padded
-// slots); warp w takes the 32-input blocks w, w + 8, ... of every row, and
-// the 8 warps' sums meet in shared memory. Epilogues: qkv stores; o and down
+// in one row of A and 8 weight rows as B, loaded by ldmatrix from the padded
+// slots); the consumer warps form tile groups that take the tiles in turn,
+// a group's warps splitting the tile's 32-input blocks, their sums meeting
+// in shared memory. Epilogues: qkv stores; o and down
 // add into the residual stream, hidden = round(round(y) + hidden) (layer 0's
 // o reads the embedding row as the old residual: the embedding itself is
 // never stored); gate|up tiles hold R/2 gate rows and the same R/2 up rows
@@ -72,6 +73,7 @@
 #include "gpu/flagged_words.h"
 #include "gpu/gpu_types.h"
 #include "gpu/paged_decode.h"  // load_vec
+#include "gpu/prefill_mma.h"   // ldmatrix_x4, mma16816
 #include "gpu/qk_norm_rope.h"
 #include "hipformers/core/error.h"
 #include "hipformers/kernels/decode_step.h"
@@ -473,32 +475,23 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     }
     if (op_kind(k, p.n_layers) == kOpAttention) {  // the items' K and V pages, one stage each
       const Layer& L = p.layers[k / kOpsPerLayer];
-      const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
+      // page `page` of kv head g, K (kv 0) or V, into the next stage
+      auto copy_page = [&](int page, int g, int kv) {
+        const int s = next_stage();
+        if (lane != 0) return;
+        const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
+        const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
+        mbarrier_arrive_expect_tx(&full[s], bytes);
+        bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
+      };
       if (whole) {  // the block's kv head: every K page, then every V page
         const int g = whole_head_of(p, b);
         if (g >= 0)
           for (int kv = 0; kv < 2; ++kv)
-            for (int page = 0; page < nsplit; ++page) {
-              const int s = next_stage();
-              const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
-              if (lane == 0) {
-                mbarrier_arrive_expect_tx(&full[s], bytes);
-                bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
-              }
-            }
-        op_done(k);
-        continue;
-      }
-      for (int item = b; item < nsplit * p.kv_heads; item += G) {
-        const int split = item / p.kv_heads, g = item % p.kv_heads;
-        const int64_t base = (static_cast<int64_t>(p.block_table[split]) * p.kv_heads + g) * kPageKeys * p.D;
-        for (int kv = 0; kv < 2; ++kv) {
-          const int s = next_stage();
-          if (lane == 0) {
-            mbarrier_arrive_expect_tx(&full[s], bytes);
-            bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
-          }
-        }
+            for (int page = 0; page < nsplit; ++page) copy_page(page, g, kv);
+      } else {  // items (page `split` of kv head g): its K page, then its V page
+        for (int item = b; item < nsplit * p.kv_heads; item += G)
+          for (int kv = 0; kv < 2; ++kv) copy_page(item / p.kv_heads, item % p.kv_heads, kv);
       }
       op_done(k);
       continue;
@@ -508,22 +501,15 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     for (int t = b; t < g.tiles; t += G) {
       const int s = next_stage();
       unsigned char* dst = ring + s * kStageBytes;
-      // the tile's rows: slot r of the stage <- weight row src_row(r)
-      int n, first, second = 0;
-      if (g.pairs) {  // gate rows c0 .. c0 + n in slots 0 .., the same up rows in slots half ..
-        const int half = g.rows / 2;
-        first = t * half;
-        n = min(half, g.out - first);
-        second = g.out + first;
-      } else {
-        first = t * g.rows;
-        n = min(g.rows, g.out - first);
-      }
+      // the tile's n weight rows from row `first` into slots 0 .. n - 1; for
+      // gate|up, those are gate rows and the same up rows (from `second`) go
+      // into slots half .. half + n - 1
+      const int half = g.rows / 2, first = g.pairs ? t * half : t * g.rows;
+      const int n = min(g.pairs ? half : g.rows, g.out - first), second = g.out + first;
       const int copies = g.pairs ? 2 * n : n;
       if (lane == 0) mbarrier_arrive_expect_tx(&full[s], static_cast<uint32_t>(copies) * row_bytes);
       __syncwarp();  // armed before any row lands
       if (lane < copies) {
-        const int half = g.rows / 2;
         const bool up = g.pairs && lane >= n;
         const int r = up ? lane - n : lane;
         const int slot = up ? half + r : r;
@@ -683,6 +669,14 @@ __device__ __forceinline__ void wait_stage(uint64_t* full, int s, uint32_t parit
   st.stall += sm_clock() - t0;
 }
 
+// Ring use i taken and given back unread (the no-attention ablation).
+template <bool kTrace>
+__device__ __forceinline__ void pass_stage(uint64_t* full, uint64_t* empty, int i, GemvState& st) {
+  wait_stage<kTrace>(full, i % kStages, (i / kStages) & 1, st);
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mbarrier_arrive(&empty[i % kStages]);
+}
+
 // A tile on the tensor cores: D = A B + D (mma m16n8k16, bf16 in, fp32
 // sums) with B = 8 weight rows x 16 inputs (ldmatrix from the stage's
 // padded rows: the fragment mma's "col" B layout wants is row-major W) and
@@ -694,18 +688,7 @@ __device__ __forceinline__ void wait_stage(uint64_t* full, int s, uint32_t parit
 // bytes of weights; this spends ~5 (an ldmatrix, two mma, one x load):
 // the step was bound by instruction issue (8 consumer warps an SM, ~2 M
 // warp instructions an SM a step; docs/PERFORMANCE.md).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row)));
-}
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint4& a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-}
+// (ldmatrix_x4 and mma16816: gpu/prefill_mma.h, the prefill kernels' own)
 
 // This warp's share of a tile: the 32-input blocks j = warp, warp + warps,
 // ... of rows 0-7 (slot addresses clamped to the tile's rows: the copies of
@@ -715,13 +698,14 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
                                                 int warps, int lane) {
   const int slot_bytes = in * 2 + kRowPad;
   const int r = min(lane & 7, rows - 1);
-  const unsigned char* row = stage + r * slot_bytes + (lane >> 3) * 16;  // matrix lane / 8: inputs + 8 (lane / 8)
+  const uint32_t row = smem_address(stage + r * slot_bytes + (lane >> 3) * 16);  // matrix lane / 8: inputs + 8 (lane / 8)
   // x in A: the staged layout's vector {a0 of step 0, a0 of step 1, a2 of
   // step 0, a2 of step 1} (x_frag_index) is a whole A operand for both
   // 16-input steps of a block: with step 0's B, row 0 of D gets x . B (rows
   // 8-15 whatever); with step 1's B, rows 8-15 do (as a1 and a3). So step 0
   // sums in d[0], d[1] of its accumulator, step 1 in d[2], d[3] of another.
-  const uint4* xv = reinterpret_cast<const uint4*>(x) + (lane & 3);
+  using Frag = uint32_t[4];
+  const Frag* xv = reinterpret_cast<const Frag*>(x) + (lane & 3);
   // four accumulators, two blocks in flight: the chain of dependent mma
   // (their latency, ~30 cycles each) is a quarter of the warp's steps long
   float d[4][4] = {};
@@ -731,18 +715,18 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
     uint32_t b[4], c[4];
     ldmatrix_x4(b, row + j * 64);
     ldmatrix_x4(c, row + (j + warps) * 64);
-    const uint4 xa = xv[j * 4], xb = xv[(j + warps) * 4];
-    mma_bf16(d[0], xa, b[0], b[1]);
-    mma_bf16(d[1], xa, b[2], b[3]);
-    mma_bf16(d[2], xb, c[0], c[1]);
-    mma_bf16(d[3], xb, c[2], c[3]);
+    const Frag &xa = xv[j * 4], &xb = xv[(j + warps) * 4];
+    mma16816<bf16>(d[0], xa, b[0], b[1]);
+    mma16816<bf16>(d[1], xa, b[2], b[3]);
+    mma16816<bf16>(d[2], xb, c[0], c[1]);
+    mma16816<bf16>(d[3], xb, c[2], c[3]);
   }
   if (j < n32) {
     uint32_t b[4];
     ldmatrix_x4(b, row + j * 64);
-    const uint4 xa = xv[j * 4];
-    mma_bf16(d[0], xa, b[0], b[1]);
-    mma_bf16(d[1], xa, b[2], b[3]);
+    const Frag& xa = xv[j * 4];
+    mma16816<bf16>(d[0], xa, b[0], b[1]);
+    mma16816<bf16>(d[1], xa, b[2], b[3]);
   }
   return make_float2((d[0][0] + d[1][2]) + (d[2][0] + d[3][2]), (d[0][1] + d[1][3]) + (d[2][1] + d[3][3]));
 }
@@ -987,11 +971,7 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
   const int nsplit = attention_splits(p, len);
   if (p.ablate & kAblateNoAttention) {  // time only: each item's K and V stages, taken and given back
     for (int item = b; item < nsplit * kvh; item += G)
-      for (int kv = 0; kv < 2; ++kv, ++st.i) {
-        wait_stage<kTrace>(full, st.i % kStages, (st.i / kStages) & 1, st);
-        __syncwarp();
-        if (lane == 0) mbarrier_arrive(&empty[st.i % kStages]);
-      }
+      for (int kv = 0; kv < 2; ++kv, ++st.i) pass_stage<kTrace>(full, empty, st.i, st);
     return;
   }
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
@@ -1149,11 +1129,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   const int i0 = st.i;  // K page q in ring use i0 + q, V page q in i0 + npages + q
   st.i += 2 * npages;
   if (p.ablate & kAblateNoAttention) {  // time only: the stages taken and given back
-    for (int q = 0; q < 2 * npages; ++q) {
-      wait_stage<kTrace>(full, (i0 + q) % kStages, ((i0 + q) / kStages) & 1, st);
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(&empty[(i0 + q) % kStages]);
-    }
+    for (int q = 0; q < 2 * npages; ++q) pass_stage<kTrace>(full, empty, i0 + q, st);
     return;
   }
 
