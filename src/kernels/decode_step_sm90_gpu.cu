@@ -153,6 +153,12 @@ struct Params {
   // one key a lane, and merges its warps in shared memory: no split
   // partials, no merge by another block (attention_whole).
   bool whole_heads;
+  // Blocks per kv head in whole-head attention (HIPFORMERS_PERSISTENT_HEAD_PARTS,
+  // a divisor of the query heads per kv head): each takes that share of the
+  // kv head's query heads against all its keys, so the op's critical path
+  // (one block's serial scores and p . v) is that much shorter; the K and V
+  // pages are copied into each of them.
+  int head_parts;
   // The flagged exchange (HIPFORMERS_PERSISTENT_EXCHANGE=flagged, the
   // decode_step_kernel<..., true> instantiation): the ops' outputs go out as
   // flagged words (below) instead of hidden, qkv, act and attn_out, and no
@@ -409,13 +415,14 @@ __device__ __forceinline__ int attention_splits(const Params& p, int len) {
 // the consumers (both read len from seq_lens).
 __device__ __forceinline__ bool whole_heads(const Params& p, int len) {
   return p.whole_heads && 2 * ((len + kPageKeys - 1) / kPageKeys) <= kStages &&
-         p.kv_heads <= static_cast<int>(gridDim.x) && p.heads / p.kv_heads <= kMaxGroup;
+         p.kv_heads * p.head_parts <= static_cast<int>(gridDim.x) && p.heads / p.kv_heads <= kMaxGroup;
 }
-// The kv head whole-head attention gives block b (-1: none): the last
-// blocks, which hold the fewest q|k|v and o tiles.
+// The part of a kv head whole-head attention gives block b (-1: none): kv
+// head w / head_parts, its query heads' part w % head_parts, w counted from
+// the last block (the last blocks hold the fewest q|k|v and o tiles).
 __device__ __forceinline__ int whole_head_of(const Params& p, int b) {
-  const int g = static_cast<int>(gridDim.x) - 1 - b;
-  return g < p.kv_heads ? g : -1;
+  const int w = static_cast<int>(gridDim.x) - 1 - b;
+  return w < p.kv_heads * p.head_parts ? w : -1;
 }
 
 // The producer warp: every lane walks the op list (uniform control flow);
@@ -485,8 +492,8 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
         bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
       };
       if (whole) {  // the block's kv head: every K page, then every V page
-        const int g = whole_head_of(p, b);
-        if (g >= 0)
+        const int w = whole_head_of(p, b), g = w / p.head_parts;
+        if (w >= 0)
           for (int kv = 0; kv < 2; ++kv)
             for (int page = 0; page < nsplit; ++page) copy_page(page, g, kv);
       } else {  // items (page `split` of kv head g): its K page, then its V page
@@ -927,12 +934,14 @@ __device__ void merge_if_last(const Params& p, int g, int nsplit, int group, int
   }
 }
 
-// Kv head g's query heads, its key and its value for this token, as the
-// qkv GEMV stored them, into s_heads ([group + 2][D] bf16): F, polled from
-// the flagged words until the qkv op's tag; else read through L2.
+// Query heads h0 .. h0 + group - 1 (of kv head g), its key and its value for
+// this token, as the qkv GEMV stored them, into s_heads ([group + 2][D]
+// bf16): F, polled from the flagged words until the qkv op's tag; else read
+// through L2.
 template <int kPer, bool F>  // head dims per lane: D = 32 kPer
-__device__ __forceinline__ void load_kv_head_group(const Params& p, int g, bf16* s_heads, const Tags& tags) {
-  const int heads = p.heads, kvh = p.kv_heads, group = heads / kvh, h0 = g * group, D = 32 * kPer;
+__device__ __forceinline__ void load_kv_head_group(const Params& p, int g, int h0, int group, bf16* s_heads,
+                                                   const Tags& tags) {
+  const int heads = p.heads, kvh = p.kv_heads, D = 32 * kPer;
   for (int v = threadIdx.x; v < (group + 2) * D / 8; v += kConsumers) {
     const int hh = v * 8 / D, d = v * 8 % D;
     const int src_head = hh < group ? h0 + hh : hh == group ? heads + g : heads + kvh + g;
@@ -979,7 +988,7 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
     const int split = item / kvh, g = item % kvh;
     const int key0 = split * kPageKeys, nk = min(kPageKeys, len - key0);
     const bool has_new = pos - key0 < kPageKeys;  // this page holds the new key
-    load_kv_head_group<kPer, F>(p, g, s_heads, tags);
+    load_kv_head_group<kPer, F>(p, g, g * group, group, s_heads, tags);
     consumers_sync();
     for (int task = warp; task < group + (has_new ? 1 : 0); task += kConsumerWarps) {
       const bf16* src = s_heads + task * D;
@@ -1113,10 +1122,14 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
                                 uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm,
                                 GemvState& st, const Tags& tags) {
   constexpr int kChunks = 32 * kPer / 8;  // 16-byte chunks of a key row
-  const int g = whole_head_of(p, static_cast<int>(blockIdx.x));
-  if (g < 0) return;
+  const int w_part = whole_head_of(p, static_cast<int>(blockIdx.x));
+  if (w_part < 0) return;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads, group = heads / kvh, h0 = g * group;
+  const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads;
+  const int g = w_part / p.head_parts, part = w_part % p.head_parts;
+  // this block's query heads: h0 .. h0 + group - 1 of the kv head's (all of
+  // them when head_parts is 1)
+  const int group = heads / kvh / p.head_parts, h0 = g * (heads / kvh) + part * group;
   const Layer& L = p.layers[layer];
   bf16* s_heads = reinterpret_cast<bf16*>(smem + SmemLayout::kHeads);
   float* s_q = reinterpret_cast<float*>(smem + SmemLayout::kQ);
@@ -1133,7 +1146,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     return;
   }
 
-  load_kv_head_group<kPer, F>(p, g, s_heads, tags);
+  load_kv_head_group<kPer, F>(p, g, h0, group, s_heads, tags);
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
   consumers_sync();
   for (int task = warp; task < group + 1; task += kConsumerWarps) {
@@ -1144,7 +1157,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   }
   for (int d = tid; d < D; d += kConsumers) s_kv[kMaxD + d] = load(s_heads + (group + 1) * D + d);
   consumers_sync();
-  {  // the cache write of key pos
+  if (part == 0) {  // the cache write of key pos (one block per kv head)
     const int64_t at = (static_cast<int64_t>(p.block_table[pos / kPageKeys]) * kvh + g) * kPageKeys * D +
                        static_cast<int64_t>(pos % kPageKeys) * D;
     for (int d = tid; d < D; d += kConsumers) {
@@ -1169,6 +1182,9 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
       if (key == pos) {
         for (int d = 0; d < D; ++d) sc = fmaf(q[d], s_kv[d], sc);
       } else if (visible) {
+        // four partial sums (a chain a quarter as long as one sum's: the
+        // scores are on the op's critical path)
+        float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
         for (int c = 0; c < kChunks; ++c) {
           const int cc = (c + lane) % kChunks;
@@ -1178,15 +1194,12 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
           const float4 qb = reinterpret_cast<const float4*>(q + cc * 8)[1];
           const float2 k01 = __bfloat1622float2(k2[0]), k23 = __bfloat1622float2(k2[1]);
           const float2 k45 = __bfloat1622float2(k2[2]), k67 = __bfloat1622float2(k2[3]);
-          sc = fmaf(qa.x, k01.x, sc);
-          sc = fmaf(qa.y, k01.y, sc);
-          sc = fmaf(qa.z, k23.x, sc);
-          sc = fmaf(qa.w, k23.y, sc);
-          sc = fmaf(qb.x, k45.x, sc);
-          sc = fmaf(qb.y, k45.y, sc);
-          sc = fmaf(qb.z, k67.x, sc);
-          sc = fmaf(qb.w, k67.y, sc);
+          s4[0] = fmaf(qa.y, k01.y, fmaf(qa.x, k01.x, s4[0]));
+          s4[1] = fmaf(qa.w, k23.y, fmaf(qa.z, k23.x, s4[1]));
+          s4[2] = fmaf(qb.y, k45.y, fmaf(qb.x, k45.x, s4[2]));
+          s4[3] = fmaf(qb.w, k67.y, fmaf(qb.z, k67.x, s4[3]));
         }
+        sc = (s4[0] + s4[1]) + (s4[2] + s4[3]);
       }
       const float sv = visible ? sc * p.scale : -INFINITY;
       // -inf when none of the warp's keys is visible (the second warp of the
@@ -1214,9 +1227,11 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     wait_stage<kTrace>(full, s, ((i0 + npages + page) / kStages) & 1, st);
     const bf16* vbase = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + (wkey0 % kPageKeys) * D + lane * kPer;
     for (int gg = 0; gg < group; ++gg) {
-      float acc[kPer];
+      // two sums, even and odd keys (half the chain)
+      float acc[2][kPer];
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) acc[e] = 0.0f;
+      for (int e = 0; e < kPer; ++e) acc[0][e] = acc[1][e] = 0.0f;
+#pragma unroll 2
       for (int t = 0; t < nvis; ++t) {  // rows past the sequence are never read (stale bits)
         float vv[kPer];
         if (wkey0 + t == pos) {
@@ -1227,10 +1242,11 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
         }
         const float pt = s_p[gg * 32 + t];
 #pragma unroll
-        for (int e = 0; e < kPer; ++e) acc[e] = fmaf(pt, vv[e], acc[e]);
+        for (int e = 0; e < kPer; ++e) acc[t & 1][e] = fmaf(pt, vv[e], acc[t & 1][e]);
       }
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) s_acc[(warp * kMaxGroup + gg) * kMaxD + lane * kPer + e] = acc[e];
+      for (int e = 0; e < kPer; ++e)
+        s_acc[(warp * kMaxGroup + gg) * kMaxD + lane * kPer + e] = acc[0][e] + acc[1][e];
     }
   }
   __syncwarp();
@@ -1819,6 +1835,12 @@ void decode_step_launch(const DecodeStepArgs& a) {
   const bool flagged = env_is("HIPFORMERS_PERSISTENT_EXCHANGE", "flagged");
   p.whole_heads = !env_is("HIPFORMERS_PERSISTENT_ATTENTION", "split");
   p.merge_in_attention = flagged || p.whole_heads || env_is("HIPFORMERS_PERSISTENT_MERGE", "attention");
+  {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_HEAD_PARTS");
+    const int group = static_cast<int>(a.heads / a.kv_heads);
+    const int parts = v && *v ? std::atoi(v) : 1;
+    p.head_parts = parts >= 1 && parts <= group && group % parts == 0 ? parts : 1;
+  }
   p.jitter = flagged && env_is("HIPFORMERS_PERSISTENT_JITTER", "1");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);

@@ -100,7 +100,7 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   // the flagged one with each block sleeping 0-4 us before each op, so the
   // blocks meet the ops in many relative orders); with split attention items
   // and with whole-head attention (the default while the pages fit the ring;
-  // splits again past it)
+  // splits again past it; with a kv head's query heads over several blocks)
   struct Variant {
     std::vector<std::pair<const char*, const char*>> env;  // set for the run
     bool alternate = false;                                 // decode()'s
@@ -115,6 +115,12 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
       {{}},  // whole heads (the default), counters
       {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
       {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+      // a kv head's query heads split over 2 or 4 blocks (falls back to 1
+      // where that does not divide them)
+      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"}}},
+      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
+        {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "4"},
+        {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
       {{}, true}};
   for (const Variant& variant : variants) {
     std::string label = variant.alternate ? "exchanges alternating" : "";
