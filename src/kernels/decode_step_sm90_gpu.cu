@@ -153,11 +153,13 @@ struct Params {
   // one key a lane, and merges its warps in shared memory: no split
   // partials, no merge by another block (attention_whole).
   bool whole_heads;
-  // Blocks per kv head in whole-head attention (HIPFORMERS_PERSISTENT_HEAD_PARTS,
-  // a divisor of the query heads per kv head): each takes that share of the
-  // kv head's query heads against all its keys, so the op's critical path
-  // (one block's serial scores and p . v) is that much shorter; the K and V
-  // pages are copied into each of them.
+  // Blocks per kv head in whole-head attention (a divisor of the query heads
+  // per kv head): each takes that share of the kv head's query heads
+  // against all its keys, so the op's critical path (one block's serial
+  // scores and p . v) is that much shorter; the K and V pages are copied
+  // into each of them. By default one query head a block while the heads
+  // fit the grid (Qwen3-0.6B on an H100: 0.850 -> 0.802 ms a step, parts 2
+  // against 1; docs/PERFORMANCE.md); HIPFORMERS_PERSISTENT_HEAD_PARTS sets it.
   int head_parts;
   // The flagged exchange (HIPFORMERS_PERSISTENT_EXCHANGE=flagged, the
   // decode_step_kernel<..., true> instantiation): the ops' outputs go out as
@@ -1837,9 +1839,15 @@ void decode_step_launch(const DecodeStepArgs& a) {
   p.merge_in_attention = flagged || p.whole_heads || env_is("HIPFORMERS_PERSISTENT_MERGE", "attention");
   {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_HEAD_PARTS");
-    const int group = static_cast<int>(a.heads / a.kv_heads);
-    const int parts = v && *v ? std::atoi(v) : 1;
-    p.head_parts = parts >= 1 && parts <= group && group % parts == 0 ? parts : 1;
+    const int group = static_cast<int>(a.heads / a.kv_heads), kvh = static_cast<int>(a.kv_heads);
+    // the most parts that divide the group with every part a block of its own
+    int parts = group;
+    while (parts > 1 && (group % parts != 0 || kvh * parts > d.sms)) --parts;
+    if (v && *v) {
+      const int asked = std::atoi(v);
+      if (asked >= 1 && group % asked == 0 && kvh * asked <= d.sms) parts = asked;
+    }
+    p.head_parts = parts;
   }
   p.jitter = flagged && env_is("HIPFORMERS_PERSISTENT_JITTER", "1");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);

@@ -115,11 +115,12 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
       {{}},  // whole heads (the default), counters
       {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
       {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
-      // a kv head's query heads split over 2 or 4 blocks (falls back to 1
-      // where that does not divide them)
-      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"}}},
+      // a kv head's query heads in one block, and over 2 blocks (the
+      // default: one head a block; a count that does not divide them is
+      // ignored)
+      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "1"}}},
       {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
-        {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "4"},
+        {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"},
         {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
       {{}, true}};
   for (const Variant& variant : variants) {
