@@ -121,12 +121,14 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             l2_unbounded) envs="$envs HIPFORMERS_GEMV_L2_BYTES=0" ;;
             # The opt-in persistent step (batch 1 only; every persistent* variant requires it, and a
             # *_trace one prints its per-op trace at exit): without the L2 hint; the kv heads' splits
-            # merged in the attention op instead of the o projection's staging; the ops' outputs as
-            # flagged words instead of the done counters; time only (outputs wrong), one kind of work
+            # merged in the attention op instead of the o projection's staging (with the counters); the
+            # ops' outputs as flagged words (the default) or through the done counters (persistent_counters);
+            # time only (outputs wrong), one kind of work
             # left out of every op (decode_step_sm90_gpu.cu, kAblate*).
             persistent_no_hint) envs="$envs HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
-            persistent_merge_attn*) envs="$envs HIPFORMERS_PERSISTENT_MERGE=attention" ;;
-            persistent_flagged*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;
+            persistent_merge_attn*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=counters HIPFORMERS_PERSISTENT_MERGE=attention" ;;
+            persistent_flagged*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;  # (the default since 2026-12-07)
+            persistent_counters*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=counters" ;;
             persistent_ablate*) envs="$envs HIPFORMERS_PERSISTENT_ABLATE=${v#persistent_ablate}" ;;
           esac
           case "$v" in persistent*) envs="HIPFORMERS_PERSISTENT_DECODE=require $envs" ;; esac

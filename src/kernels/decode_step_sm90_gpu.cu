@@ -50,9 +50,10 @@
 // with HIPFORMERS_PERSISTENT_MERGE=attention, the block finishing a kv
 // head's last split merges them instead, and the o op stages bf16 values.
 //
-// With HIPFORMERS_PERSISTENT_EXCHANGE=flagged (its own instantiation of the
+// With the flagged exchange (the default; its own instantiation of the
 // kernel), no op waits on the done counters: each op's outputs go out as
-// flagged words that the next op polls (see "the flagged exchange" below).
+// flagged words that the next op polls (see "the flagged exchange" below);
+// HIPFORMERS_PERSISTENT_EXCHANGE=counters takes the counters instead.
 //
 // HIPFORMERS_PERSISTENT_TRACE and HIPFORMERS_PERSISTENT_ABLATE are developer
 // tools for finding where the step's time goes (g_trace*, kAblate*).
@@ -161,8 +162,8 @@ struct Params {
   // fit the grid (Qwen3-0.6B on an H100: 0.850 -> 0.802 ms a step, parts 2
   // against 1; docs/PERFORMANCE.md); HIPFORMERS_PERSISTENT_HEAD_PARTS sets it.
   int head_parts;
-  // The flagged exchange (HIPFORMERS_PERSISTENT_EXCHANGE=flagged, the
-  // decode_step_kernel<..., true> instantiation): the ops' outputs go out as
+  // The flagged exchange (the default; HIPFORMERS_PERSISTENT_EXCHANGE=counters
+  // for the other; the decode_step_kernel<..., true> instantiation): the ops' outputs go out as
   // flagged words (below) instead of hidden, qkv, act and attn_out, and no
   // op waits on the done counters. Implies merge_in_attention.
   uint32_t *hidden_f, *qkv_f, *act_f, *attn_f;
@@ -1834,7 +1835,10 @@ void decode_step_launch(const DecodeStepArgs& a) {
     const char* v = std::getenv(name);
     return v && std::string(v) == value;
   };
-  const bool flagged = env_is("HIPFORMERS_PERSISTENT_EXCHANGE", "flagged");
+  // the flagged exchange by default (faster in every run since the eighth
+  // session, docs/PERFORMANCE.md); HIPFORMERS_PERSISTENT_EXCHANGE=counters
+  // for the done counters
+  const bool flagged = !env_is("HIPFORMERS_PERSISTENT_EXCHANGE", "counters");
   p.whole_heads = !env_is("HIPFORMERS_PERSISTENT_ATTENTION", "split");
   p.merge_in_attention = flagged || p.whole_heads || env_is("HIPFORMERS_PERSISTENT_MERGE", "attention");
   {

@@ -60,9 +60,10 @@ struct DecodeStepArgs {
   const PagedBatch* batch = nullptr;  // one sequence, one token; its seq_lens/block_table are read on the device
   // Outputs and buffers (bf16 unless said): hidden [>= 1, H] (the residual
   // stream), qkv [>= 1, (heads + 2 kv_heads) D], act [>= 1, I],
-  // logits [>= 1, V], next I32 [>= 1] (argmax of the logits). With
-  // HIPFORMERS_PERSISTENT_EXCHANGE=flagged the ops hand their values on
-  // through the scratch instead, and hidden, qkv and act are left as they were.
+  // logits [>= 1, V], next I32 [>= 1] (argmax of the logits). With the
+  // flagged exchange (the default; not with HIPFORMERS_PERSISTENT_EXCHANGE=
+  // counters) the ops hand their values on through the scratch instead, and
+  // hidden, qkv and act are left as they were.
   Tensor *hidden = nullptr, *qkv = nullptr, *act = nullptr, *logits = nullptr, *next = nullptr;
   // F32, decode_step_scratch_elems() elements, zero-filled before its first
   // use; every step leaves its counters zero again but for a count of the

@@ -93,9 +93,10 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
   for (int i = 0; i < prompt_len; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % spec.vocab);
 
   const Run ref = decode(model, prompt, steps, steps / 2, "0");
-  // the splits merged in the o projection's staging (the default) and in
-  // the attention op by each kv head's last split; the ops' outputs
-  // exchanged through the done counters (the default) or as flagged words
+  // the splits merged in the o projection's staging and in the attention op
+  // by each kv head's last split (the counters' choice; the flagged exchange
+  // always merges in the attention op); the ops' outputs exchanged as
+  // flagged words (the default) or through the done counters
   // (and the two exchanges alternating step by step on one workspace, and
   // the flagged one with each block sleeping 0-4 us before each op, so the
   // blocks meet the ops in many relative orders); with split attention items
@@ -106,22 +107,22 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
     bool alternate = false;                                 // decode()'s
   };
   const Variant variants[] = {
-      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_MERGE", "o"}}},
-      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_MERGE", "attention"}}},
-      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
       {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"},
-        {"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
-        {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
-      {{}},  // whole heads (the default), counters
-      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}}},
-      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+        {"HIPFORMERS_PERSISTENT_EXCHANGE", "counters"},
+        {"HIPFORMERS_PERSISTENT_MERGE", "o"}}},
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"},
+        {"HIPFORMERS_PERSISTENT_EXCHANGE", "counters"},
+        {"HIPFORMERS_PERSISTENT_MERGE", "attention"}}},
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}}},  // the flagged exchange (the default)
+      {{{"HIPFORMERS_PERSISTENT_ATTENTION", "split"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "counters"}}},  // whole heads (the default), counters
+      {{}},                                                // whole heads, flagged: the defaults
+      {{{"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
       // a kv head's query heads in one block, and over 2 blocks (the
       // default: one head a block; a count that does not divide them is
       // ignored)
-      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"}, {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "1"}}},
-      {{{"HIPFORMERS_PERSISTENT_EXCHANGE", "flagged"},
-        {"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"},
-        {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+      {{{"HIPFORMERS_PERSISTENT_HEAD_PARTS", "1"}}},
+      {{{"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
       {{}, true}};
   for (const Variant& variant : variants) {
     std::string label = variant.alternate ? "exchanges alternating" : "";
