@@ -1230,12 +1230,13 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     wait_stage<kTrace>(full, s, ((i0 + npages + page) / kStages) & 1, st);
     const bf16* vbase = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + (wkey0 % kPageKeys) * D + lane * kPer;
     for (int gg = 0; gg < group; ++gg) {
-      // two sums, even and odd keys (half the chain)
-      float acc[2][kPer];
+      // two sums, even and odd keys (half the chain); every index a constant,
+      // so both stay in registers
+      float even[kPer], odd[kPer];
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) acc[0][e] = acc[1][e] = 0.0f;
-#pragma unroll 2
-      for (int t = 0; t < nvis; ++t) {  // rows past the sequence are never read (stale bits)
+      for (int e = 0; e < kPer; ++e) even[e] = odd[e] = 0.0f;
+      // acc += p_t v_t (rows past the sequence are never read: stale bits)
+      auto add_key = [&](int t, float (&acc)[kPer]) {
         float vv[kPer];
         if (wkey0 + t == pos) {
 #pragma unroll
@@ -1245,11 +1246,16 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
         }
         const float pt = s_p[gg * 32 + t];
 #pragma unroll
-        for (int e = 0; e < kPer; ++e) acc[t & 1][e] = fmaf(pt, vv[e], acc[t & 1][e]);
+        for (int e = 0; e < kPer; ++e) acc[e] = fmaf(pt, vv[e], acc[e]);
+      };
+      int t = 0;
+      for (; t + 1 < nvis; t += 2) {
+        add_key(t, even);
+        add_key(t + 1, odd);
       }
+      if (t < nvis) add_key(t, even);
 #pragma unroll
-      for (int e = 0; e < kPer; ++e)
-        s_acc[(warp * kMaxGroup + gg) * kMaxD + lane * kPer + e] = acc[0][e] + acc[1][e];
+      for (int e = 0; e < kPer; ++e) s_acc[(warp * kMaxGroup + gg) * kMaxD + lane * kPer + e] = even[e] + odd[e];
     }
   }
   __syncwarp();
