@@ -144,9 +144,9 @@ except ValueError:
     sys.exit("failed (no result: its stderr follows)")
 print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_step"], r["decode_tokens_per_s"],
       r["prefill_tokens_per_s"]))'
-          # stderr: whole for the traced variants (their tables), else its last lines (errors, warnings)
           # stderr, whole, in one file under $OUT (the device tool returns a few files only)
           { echo "== $vm batch $b"; cat "$err"; } >>"$OUT/ab_stderr.txt"
+          # and on the console: whole for the traced variants (their tables), else its last lines
           case "$v" in *trace*) cat "$err" ;; *) tail -n 3 "$err" ;; esac
         done
       done ;;
@@ -158,7 +158,7 @@ print("%.3f ms/step, decode %.0f tok/s, prefill %.0f tok/s" % (r["ms_per_decode_
       timeout 150 .devbuild/bin/test_models_gpu_decode_step_gpu_test >"$OUT/decode_step_gpu_test.txt" 2>&1
       echo "exit $?"
       grep -E '^\[ *(OK|FAILED|PASSED) |Failure|trapping' "$OUT/decode_step_gpu_test.txt" | tail -20
-      AB_BATCHES=1 AB_VARIANTS="${DIAG_VARIANTS:-default persistent_flagged persistent_flagged+split persistent \
+      AB_BATCHES=1 AB_VARIANTS="${DIAG_VARIANTS:-default persistent_flagged persistent_flagged+split persistent_counters \
 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=1 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=2 \
 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=4 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=8 \
 persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=16 default persistent_flagged}" bench/device_bench.sh ab 2>&1 | tee "$OUT/ab.txt"
