@@ -137,6 +137,13 @@ struct Params {
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
   bool l2_hint;  // weight copies evict first (HIPFORMERS_PERSISTENT_L2_HINT=0 turns it off, for A/B)
+  // Copies a producer keeps in flight (HIPFORMERS_PERSISTENT_INFLIGHT; 0:
+  // as many as the ring has free stages). After a grid-wide wait every
+  // producer refills its whole ring at once, ~17 MB queued at the memory
+  // controllers, and the step's latency-bound loads (the flagged polls of
+  // the next hand-off) wait behind that queue; fewer copies in flight keep
+  // the queue short while still covering the memory latency.
+  int inflight;
   // Tile groups (HIPFORMERS_PERSISTENT_TILE_GROUPS = 1, 2, 4 or 8; log2 here):
   // the consumer warps split into groups that take an op's tiles in turn,
   // each tile's inputs split over its group's warps, so up to that many
@@ -235,6 +242,22 @@ __device__ unsigned long long g_trace_blocks[kMaxOps * kMaxTraceBlocks * 2];
 constexpr int kMaxProbes = 4096;
 __device__ unsigned long long g_trace_probe[4 * kMaxProbes];
 __device__ int g_trace_probes;  // how many were taken
+// [layer][e]: the first whole-head attention block's (the grid's last
+// block) events in its own cycles: kAttn* below; what its share of the op
+// waits for (q|k|v, K and V pages) and how long its copies took to land.
+enum AttnEvent : int {
+  kAttnStart,       // the op begins (consumer thread 0)
+  kAttnQkvIn,       // this step's q|k|v are in shared memory
+  kAttnRoped,       // q/k norm + RoPE done, the new key and value in place
+  kAttnKLanded,     // warp 0's K page in the ring
+  kAttnScored,      // warp 0's scores and softmax done
+  kAttnVLanded,     // + page q (4): page q's V in the ring (its first warp)
+  kAttnEnd = kAttnVLanded + 4,  // the outputs stored
+  kAttnKIssued,     // the producer issued K page 0
+  kAttnVIssued,     // + page q (4): the producer issued V page q
+  kAttnEvents = kAttnVIssued + 4
+};
+__device__ unsigned long long g_trace_attn[kMaxLayers * kAttnEvents];
 // [b][0, 1]: block b's global timer (ns) and cycle counter, read together
 // when it starts; [kMaxTraceBlocks][0, 1]: block 0's when it ends.
 __device__ unsigned long long g_trace_sync[(kMaxTraceBlocks + 1) * 2];
@@ -447,6 +470,13 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
       ring_wait(&empty[s], (use - 1) & 1, kWaitFreeStage, s);
       if (timing) blocked += sm_clock() - t0;
     }
+    // at most p.inflight copies in flight: copy i - inflight has landed
+    // (its stage is not reused before copy i, so its full barrier is still
+    // at that use's phase or past it)
+    if (p.inflight > 0 && i >= p.inflight) {
+      const int j = i - p.inflight;
+      ring_wait(&full[j % kStages], (j / kStages) & 1, kWaitFreeStage, j % kStages);
+    }
     ++i;
     return s;
   };
@@ -489,6 +519,8 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
       auto copy_page = [&](int page, int g, int kv) {
         const int s = next_stage();
         if (lane != 0) return;
+        if (kTrace && whole && whole_head_of(p, b) == 0 && (kv == 1 || page == 0) && page < 4)
+          g_trace_attn[(k / kOpsPerLayer) * kAttnEvents + (kv == 0 ? kAttnKIssued : kAttnVIssued + page)] = sm_clock();
         const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
         const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
         mbarrier_arrive_expect_tx(&full[s], bytes);
@@ -1130,6 +1162,12 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int D = 32 * kPer, heads = p.heads, kvh = p.kv_heads;
   const int g = w_part / p.head_parts, part = w_part % p.head_parts;
+  // kTrace: the first attention block's events (g_trace_attn)
+  unsigned long long* ev = kTrace && w_part == 0 ? &g_trace_attn[layer * kAttnEvents] : nullptr;
+  auto mark = [&](int e) {
+    if (ev) ev[e] = sm_clock();
+  };
+  if (tid == 0) mark(kAttnStart);
   // this block's query heads: h0 .. h0 + group - 1 of the kv head's (all of
   // them when head_parts is 1)
   const int group = heads / kvh / p.head_parts, h0 = g * (heads / kvh) + part * group;
@@ -1149,9 +1187,12 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     return;
   }
 
-  load_kv_head_group<kPer, F>(p, g, h0, group, s_heads, tags);
+  // RoPE's coefficients first: their inv_freq loads and sin/cos overlap the
+  // wait for this step's q|k|v instead of following it
   const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
+  load_kv_head_group<kPer, F>(p, g, h0, group, s_heads, tags);
   consumers_sync();
+  if (tid == 0) mark(kAttnQkvIn);
   for (int task = warp; task < group + 1; task += kConsumerWarps) {
     const bf16* src = s_heads + task * D;
     const bf16* w = task < group ? q_norm : k_norm;
@@ -1160,6 +1201,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   }
   for (int d = tid; d < D; d += kConsumers) s_kv[kMaxD + d] = load(s_heads + (group + 1) * D + d);
   consumers_sync();
+  if (tid == 0) mark(kAttnRoped);
   if (part == 0) {  // the cache write of key pos (one block per kv head)
     const int64_t at = (static_cast<int64_t>(p.block_table[pos / kPageKeys]) * kvh + g) * kPageKeys * D +
                        static_cast<int64_t>(pos % kPageKeys) * D;
@@ -1178,6 +1220,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   if (live) {
     const int s = (i0 + page) % kStages;
     wait_stage<kTrace>(full, s, ((i0 + page) / kStages) & 1, st);
+    if (tid == 0) mark(kAttnKLanded);
     const uint4* krow = reinterpret_cast<const uint4*>(ring + s * kStageBytes) + (key % kPageKeys) * kChunks;
     for (int gg = 0; gg < group; ++gg) {
       const float* q = s_q + gg * kMaxD;
@@ -1223,11 +1266,13 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     }
   }
   __syncwarp();
+  if (tid == 0) mark(kAttnScored);
   if (lane == 0)  // every warp gives back every K stage (the ring counts 8 arrivals a use)
     for (int q = 0; q < npages; ++q) mbarrier_arrive(&empty[(i0 + q) % kStages]);
   if (live) {
     const int s = (i0 + npages + page) % kStages;
     wait_stage<kTrace>(full, s, ((i0 + npages + page) / kStages) & 1, st);
+    if (lane == 0 && warp % 2 == 0 && page < 4) mark(kAttnVLanded + page);
     const bf16* vbase = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + (wkey0 % kPageKeys) * D + lane * kPer;
     for (int gg = 0; gg < group; ++gg) {
       // two sums, even and odd keys (half the chain); every index a constant,
@@ -1280,6 +1325,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     if constexpr (F) store_flagged(p.attn_f + at, a / sum, tags.out);
     else store(p.attn_out + at, a / sum);
   }
+  if (tid == 0) mark(kAttnEnd);
 }
 
 // The o projection's input: the attention output of every head, merged
@@ -1641,7 +1687,7 @@ struct ScratchLayout {
 
 int64_t max_splits_for(int64_t max_seq_len) { return (max_seq_len + kPageKeys - 1) / kPageKeys; }
 
-int g_trace_layers = 0, g_trace_grid = 0;
+int g_trace_layers = 0, g_trace_grid = 0, g_trace_attn_blocks = 0;
 bool g_trace_flagged = false;
 
 // The trace (HIPFORMERS_PERSISTENT_TRACE), printed at exit for the last step.
@@ -1758,6 +1804,69 @@ void print_trace() {
     if (taken[i])
       std::fprintf(stderr, "  %-10s %8d %10.0f %10.0f %18.0f\n", names[i], taken[i], l2[i] / taken[i],
                    hbm[i] / taken[i], timer[i] / taken[i]);
+
+  // The first whole-head attention block (the grid's last), layer by layer:
+  // its two hand-offs and what it waited for in between (g_trace_attn).
+  const int ab = g_trace_grid - 1, na = g_trace_attn_blocks;
+  std::vector<unsigned long long> ev(static_cast<std::size_t>(kMaxLayers) * kAttnEvents);
+  if (na <= 0 || ab >= kMaxTraceBlocks || !fetch(ev.data(), g_trace_attn, u64 * ev.size())) return;
+  auto in_frame = [&](int b, unsigned long long c) {  // block b's cycles, on block 0's clock
+    return diff(c, sync[2 * b + 1]) + diff(sync[2 * b], sync[0]) * per_us / 1e3;
+  };
+  const char* what[] = {"q|k|v hand-off: the qkv op's last block done -> q|k|v in shared memory",
+                        "  (its own wait: the attention op begins -> q|k|v in)",
+                        "q/k norm + RoPE + the new key and value",
+                        "  K page 0 landed, after that (<= 0: already there)",
+                        "scores + softmax (warp 0, from the later of the two)",
+                        "  the last V page landed, after the scores (<= 0: already there)",
+                        "p . v + the warps' merge + the stores",
+                        "attention hand-off: the last attention block done -> block 0's o loads returned",
+                        "a V page's copy: issued -> landed (mean of the pages)",
+                        "K page 0's copy: issued -> landed"};
+  constexpr int kRows = 10;
+  double sum[kRows] = {}, worst[kRows] = {};
+  for (int i = 0; i < kRows; ++i) worst[i] = -1e300;
+  int layers = 0;
+  for (int l = 0; l < g_trace_layers; ++l) {
+    const unsigned long long* e = &ev[static_cast<std::size_t>(l) * kAttnEvents];
+    if (!e[kAttnStart] || !e[kAttnEnd]) continue;
+    const int kq = l * kOpsPerLayer, ka = kq + 1, ko = kq + 2;
+    double qkv_end = -1e300, attn_end = -1e300;
+    for (int b = 0; b < G; ++b) qkv_end = std::max(qkv_end, at(kq, b, 1));
+    for (int b = std::max(0, G - na); b < G; ++b) attn_end = std::max(attn_end, at(ka, b, 1));
+    int pages = 0;
+    unsigned long long v_last = 0;
+    double v_copy = 0;
+    for (int q = 0; q < 4; ++q)
+      if (e[kAttnVLanded + q] && e[kAttnVIssued + q] && e[kAttnVLanded + q] > e[kAttnStart]) {
+        v_last = std::max(v_last, e[kAttnVLanded + q]);
+        v_copy += diff(e[kAttnVLanded + q], e[kAttnVIssued + q]);
+        ++pages;
+      }
+    if (!pages) continue;
+    auto c = [&](int event) { return static_cast<double>(e[event]); };
+    const double row[kRows] = {
+        in_frame(ab, e[kAttnQkvIn]) - qkv_end,
+        c(kAttnQkvIn) - c(kAttnStart),
+        c(kAttnRoped) - c(kAttnQkvIn),
+        c(kAttnKLanded) - c(kAttnRoped),
+        c(kAttnScored) - std::max(c(kAttnRoped), c(kAttnKLanded)),
+        static_cast<double>(v_last) - c(kAttnScored),
+        c(kAttnEnd) - std::max(c(kAttnScored), static_cast<double>(v_last)),
+        loaded[ko] ? diff(loaded[ko], sync[1]) - attn_end : 0.0,
+        v_copy / pages,
+        diff(e[kAttnKLanded], e[kAttnKIssued])};
+    for (int i = 0; i < kRows; ++i) {
+      sum[i] += us(row[i]);
+      worst[i] = std::max(worst[i], us(row[i]));
+    }
+    ++layers;
+  }
+  if (!layers) return;
+  std::fprintf(stderr, "the first attention block (block %d of %d attention blocks), per layer (us; mean, worst of %d):\n",
+               ab, na, layers);
+  for (int i = 0; i < kRows; ++i)
+    std::fprintf(stderr, "  %-80s %7.2f %7.2f\n", what[i], sum[i] / layers, worst[i]);
 }
 
 }  // namespace
@@ -1871,6 +1980,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
     static std::once_flag once;
     g_trace_layers = p.n_layers;
     g_trace_grid = d.sms;
+    g_trace_attn_blocks = p.whole_heads ? p.kv_heads * p.head_parts : 0;
     g_trace_flagged = flagged;
     std::call_once(once, [] { std::atexit(print_trace); });
   }
@@ -1879,6 +1989,12 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return !(v && std::string(v) == "0");
   }();
   p.l2_hint = l2_hint;
+  static const int inflight = [] {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_INFLIGHT");
+    const int n = v ? std::atoi(v) : 0;
+    return n > 0 && n < kStages ? n : 0;
+  }();
+  p.inflight = inflight;
   static const int tile_groups_log2 = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_TILE_GROUPS");
     const int n = v ? std::atoi(v) : 4;
