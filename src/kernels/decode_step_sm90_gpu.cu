@@ -1150,13 +1150,16 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
 // the lane holding kPer dims. The warps meet once in shared memory: out =
 // sum_w acc_w e^(m_w - M) / sum_w l_w e^(m_w - M), M = max_w m_w (the
 // per-kernel wide decode kernel's math, gpu/paged_decode.h, with 32 keys
-// a warp instead of 16). Key pos is this step's: from shared memory, not
-// the ring's copy, which predates its write.
+// a warp instead of 16). Key pos is this step's: the ring's copies of its
+// K and V pages predate its cache write, so the warp holding it writes the
+// new key and value into those rows of the ring first (its own rows: no
+// other warp reads them), and every key is then read alike.
 template <int kPer, bool kTrace, bool F>
-__device__ void attention_whole(const Params& p, int layer, int len, unsigned char* smem, const unsigned char* ring,
+__device__ void attention_whole(const Params& p, int layer, int len, unsigned char* smem, unsigned char* ring,
                                 uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm,
                                 GemvState& st, const Tags& tags) {
   constexpr int kChunks = 32 * kPer / 8;  // 16-byte chunks of a key row
+  static_assert((kChunks & (kChunks - 1)) == 0, "a key's chunks are taken in a lane-rotated order by mask");
   const int w_part = whole_head_of(p, static_cast<int>(blockIdx.x));
   if (w_part < 0) return;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -1214,6 +1217,16 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   const int page = warp / 2, wkey0 = warp * 32, key = wkey0 + lane;
   const bool live = page < npages, visible = key < len;
   const int nvis = live ? min(32, len - wkey0) : 0;  // the warp's visible keys: a prefix
+  const bool has_pos = live && pos >= wkey0 && pos < wkey0 + 32;  // the warp holding key pos (its last visible key)
+  // key pos's row of a page that landed in stage s: this step's key (kv 0)
+  // or value (1), bf16-exact in s_kv; the proxy fence orders these writes
+  // before the copy engine refills the stage (after the empty arrival)
+  auto put_pos_row = [&](int s, int kv) {
+    bf16* row = reinterpret_cast<bf16*>(ring + s * kStageBytes) + (pos % kPageKeys) * D;
+    for (int d = lane; d < D; d += 32) store(row + d, s_kv[kv * kMaxD + d]);
+    fence_proxy_async_shared();
+    __syncwarp();
+  };
   // One query head at a time (few registers: this code is inlined into the
   // whole kernel, whose GEMV path must not spill); K and V rows are re-read
   // from shared memory per head.
@@ -1221,19 +1234,18 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     const int s = (i0 + page) % kStages;
     wait_stage<kTrace>(full, s, ((i0 + page) / kStages) & 1, st);
     if (tid == 0) mark(kAttnKLanded);
+    if (has_pos) put_pos_row(s, 0);
     const uint4* krow = reinterpret_cast<const uint4*>(ring + s * kStageBytes) + (key % kPageKeys) * kChunks;
     for (int gg = 0; gg < group; ++gg) {
       const float* q = s_q + gg * kMaxD;
       float sc = 0.0f;
-      if (key == pos) {
-        for (int d = 0; d < D; ++d) sc = fmaf(q[d], s_kv[d], sc);
-      } else if (visible) {
+      if (visible) {
         // four partial sums (a chain a quarter as long as one sum's: the
         // scores are on the op's critical path)
         float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
         for (int c = 0; c < kChunks; ++c) {
-          const int cc = (c + lane) % kChunks;
+          const int cc = (c + lane) & (kChunks - 1);  // (kChunks: 8 or 16; a mask, not a signed modulo)
           const uint4 kv4 = krow[cc];
           const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kv4);
           const float4 qa = reinterpret_cast<const float4*>(q + cc * 8)[0];
@@ -1273,6 +1285,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     const int s = (i0 + npages + page) % kStages;
     wait_stage<kTrace>(full, s, ((i0 + npages + page) / kStages) & 1, st);
     if (lane == 0 && warp % 2 == 0 && page < 4) mark(kAttnVLanded + page);
+    if (has_pos) put_pos_row(s, 1);
     const bf16* vbase = reinterpret_cast<const bf16*>(ring + s * kStageBytes) + (wkey0 % kPageKeys) * D + lane * kPer;
     for (int gg = 0; gg < group; ++gg) {
       // two sums, even and odd keys (half the chain); every index a constant,
@@ -1283,17 +1296,13 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
       // acc += p_t v_t (rows past the sequence are never read: stale bits)
       auto add_key = [&](int t, float (&acc)[kPer]) {
         float vv[kPer];
-        if (wkey0 + t == pos) {
-#pragma unroll
-          for (int e = 0; e < kPer; ++e) vv[e] = s_kv[kMaxD + lane * kPer + e];
-        } else {
-          load_vec<bf16, kPer>(vbase + t * D, vv);
-        }
+        load_vec<bf16, kPer>(vbase + t * D, vv);
         const float pt = s_p[gg * 32 + t];
 #pragma unroll
         for (int e = 0; e < kPer; ++e) acc[e] = fmaf(pt, vv[e], acc[e]);
       };
       int t = 0;
+#pragma unroll 4
       for (; t + 1 < nvis; t += 2) {
         add_key(t, even);
         add_key(t + 1, odd);

@@ -26,6 +26,12 @@ __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) 
 // Makes the initialised barriers visible to the copy engine.
 __device__ __forceinline__ void mbarrier_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 
+// Orders this thread's generic-proxy writes to shared memory before later
+// async-proxy accesses (a bulk copy refilling the same bytes).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // One arrival that also announces `bytes` of copies completing on `bar`.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
