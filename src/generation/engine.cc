@@ -82,7 +82,9 @@ void Engine::run_step(std::span<const SequenceStep> steps, bool decode, bool arg
   // Graphs on the CPU too (DeviceGraph then replays the callable): the same
   // keying and warm-up order runs in the CPU tests.
   const bool graphs = decode && options_.use_graphs;
-  const GraphKey key{static_cast<int64_t>(steps.size()), argmax, chained};
+  // (a one-sequence step switches to the per-kernel step once its context
+  // outgrows the persistent one's whole-head attention: its own graph)
+  const GraphKey key{static_cast<int64_t>(steps.size()), argmax, chained, model_.takes_persistent_step(*workspace_)};
   auto forward = [this, argmax, chained] { model_.forward_step(*workspace_, *cache_, argmax, chained); };
   if (!graphs || eager_only_.count(key)) return forward();
   auto found = graphs_.find(key);

@@ -19,6 +19,7 @@ int64_t decode_step_scratch_elems(int64_t n_layers, int64_t kv_heads, int64_t he
 bool decode_step_device_ok(int device, std::string* why);
 int decode_step_max_layers();
 int decode_step_max_input();
+int decode_step_whole_head_keys();
 void decode_step_launch(const DecodeStepArgs& args);
 }  // namespace gpu
 #endif
@@ -26,7 +27,18 @@ void decode_step_launch(const DecodeStepArgs& args);
 PersistentDecode persistent_decode_mode() {
   const char* v = std::getenv("HIPFORMERS_PERSISTENT_DECODE");
   const std::string s = v ? v : "";
-  return s == "1" ? PersistentDecode::kAuto : s == "require" ? PersistentDecode::kRequire : PersistentDecode::kOff;
+  if (s == "0") return PersistentDecode::kOff;
+  if (s == "1") return PersistentDecode::kAuto;
+  if (s == "require") return PersistentDecode::kRequire;
+  return PersistentDecode::kShort;
+}
+
+int64_t decode_step_whole_head_keys(const Device& device) {
+#if defined(HIPFORMERS_WITH_CUDA)
+  if (device.is_gpu()) return gpu::decode_step_whole_head_keys();
+#endif
+  (void)device;
+  return 0;
 }
 
 int64_t decode_step_scratch_elems(int64_t n_layers, int64_t kv_heads, int64_t heads, int64_t head_dim,

@@ -92,6 +92,7 @@ constexpr int kThreads = kConsumers + 32;  // + the producer warp
 // an SM's 4 schedulers), so the extra warp costs the consumers nothing.
 constexpr int kThreadsTraced = kThreads + 32;
 constexpr int kStages = 8;
+constexpr int kDefaultInflight = 2;  // Params::inflight
 // A weight tile's rows lie kRowPad bytes apart beyond their length, so the
 // 8 rows an ldmatrix reads fall on different banks (gemv_tiles); a stage
 // holds 8 padded rows of 1024 values or one 64-key page of K or V.
@@ -137,12 +138,14 @@ struct Params {
   float eps, scale;
   int n_layers, H, I, V, heads, kv_heads, D, max_splits;
   bool l2_hint;  // weight copies evict first (HIPFORMERS_PERSISTENT_L2_HINT=0 turns it off, for A/B)
-  // Copies a producer keeps in flight (HIPFORMERS_PERSISTENT_INFLIGHT; 0:
-  // as many as the ring has free stages). After a grid-wide wait every
-  // producer refills its whole ring at once, ~17 MB queued at the memory
-  // controllers, and the step's latency-bound loads (the flagged polls of
-  // the next hand-off) wait behind that queue; fewer copies in flight keep
-  // the queue short while still covering the memory latency.
+  // Copies a producer keeps in flight (HIPFORMERS_PERSISTENT_INFLIGHT,
+  // default kDefaultInflight; 0: as many as the ring has free stages). After
+  // a grid-wide wait every producer refilled its whole ring at once, ~17 MB
+  // queued at the memory controllers, and the step's latency-bound loads (the
+  // flagged polls of the next hand-off, the attention's K/V pages) waited
+  // behind that queue; fewer copies in flight keep the queue short while
+  // still covering the memory latency (H100: 2 copies 0.753-0.763 ms a step,
+  // 1: 0.771, 3: 0.768, unlimited 0.776; docs/PERFORMANCE.md).
   int inflight;
   // Tile groups (HIPFORMERS_PERSISTENT_TILE_GROUPS = 1, 2, 4 or 8; log2 here):
   // the consumer warps split into groups that take an op's tiles in turn,
@@ -1898,6 +1901,8 @@ bool decode_step_device_ok(int device, std::string* why) {
 
 int decode_step_max_layers() { return kMaxLayers; }
 int decode_step_max_input() { return kMaxIn; }
+// whole_heads(): a kv head's K and V pages all in the ring at once
+int decode_step_whole_head_keys() { return kStages / 2 * kPageKeys; }
 
 void decode_step_launch(const DecodeStepArgs& a) {
   const int dev = a.hidden->device().index;
@@ -2000,7 +2005,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
   p.l2_hint = l2_hint;
   static const int inflight = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_INFLIGHT");
-    const int n = v ? std::atoi(v) : 0;
+    const int n = v && *v ? std::atoi(v) : kDefaultInflight;
     return n > 0 && n < kStages ? n : 0;
   }();
   p.inflight = inflight;

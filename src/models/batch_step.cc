@@ -182,6 +182,7 @@ void CausalLM::prepare_step(StepWorkspace& ws, const PagedKVCache& cache, std::s
     max_query = std::max(max_query, n);
     max_end = std::max(max_end, end);
   }
+  ws.longest_context_ = max_end;
   if (N > ws.max_tokens_)
     throw_invalid("step of " + std::to_string(N) + " tokens exceeds the workspace's " +
                   std::to_string(ws.max_tokens_));
@@ -296,6 +297,18 @@ bool CausalLM::persistent_step(StepWorkspace& ws, PagedKVCache& cache, bool ids_
   return kernels::decode_step(a, &why) || unsupported(why);
 }
 
+bool CausalLM::takes_persistent_step(const StepWorkspace& ws) const {
+  if (ws.batch.num_tokens != 1 || ws.logit_rows_ != 1) return false;
+  switch (kernels::persistent_decode_mode()) {
+    case kernels::PersistentDecode::kOff:
+      return false;
+    case kernels::PersistentDecode::kShort:
+      return ws.longest_context_ <= kernels::decode_step_whole_head_keys(impl_->device);
+    default:
+      return true;
+  }
+}
+
 void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax, bool ids_from_argmax) const {
   const Impl& m = *impl_;
   const ModelConfig& c = m.config;
@@ -324,9 +337,9 @@ void CausalLM::forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax,
 
   if (ids_from_argmax && N != ws.batch.num_seqs)
     throw_invalid("forward_step: ids from the previous argmax need one token per sequence");
-  const kernels::PersistentDecode persistent = kernels::persistent_decode_mode();
-  if (N == 1 && R == 1 && persistent != kernels::PersistentDecode::kOff &&
-      persistent_step(ws, cache, ids_from_argmax, persistent == kernels::PersistentDecode::kRequire))
+  if (takes_persistent_step(ws) &&
+      persistent_step(ws, cache, ids_from_argmax,
+                      kernels::persistent_decode_mode() == kernels::PersistentDecode::kRequire))
     return;
   kernels::embedding(m.embed_tokens, ids_from_argmax ? ws.next.slice_rows(0, N) : ws.ids, hidden);
   Tensor last = ws.last.slice_rows(0, R), logits = ws.logits.slice_rows(0, R);

@@ -1,5 +1,5 @@
 // The persistent decode step's host side (kernels/decode_step.h) where no
-// GPU kernel exists: the switch that turns it on (off unless asked), and
+// GPU kernel exists: the switch that chooses it (short contexts unless told), and
 // that a step it cannot take is refused with a reason, never run. Its GPU
 // behaviour is tested in tests/models/gpu/decode_step_gpu_test.cc.
 #include <gtest/gtest.h>
@@ -21,13 +21,17 @@ PersistentDecode mode_with(const char* value) {
   return m;
 }
 
-TEST(DecodeStep, OffUnlessAsked) {
-  EXPECT_EQ(mode_with(nullptr), PersistentDecode::kOff);
+TEST(DecodeStep, ShortContextsUnlessTold) {
+  EXPECT_EQ(mode_with(nullptr), PersistentDecode::kShort);
+  EXPECT_EQ(mode_with(""), PersistentDecode::kShort);
+  EXPECT_EQ(mode_with("short"), PersistentDecode::kShort);
   EXPECT_EQ(mode_with("0"), PersistentDecode::kOff);
-  EXPECT_EQ(mode_with(""), PersistentDecode::kOff);
-  EXPECT_EQ(mode_with("yes"), PersistentDecode::kOff);
   EXPECT_EQ(mode_with("1"), PersistentDecode::kAuto);
   EXPECT_EQ(mode_with("require"), PersistentDecode::kRequire);
+}
+
+TEST(DecodeStep, NoWholeHeadContextWithoutAKernel) {
+  EXPECT_EQ(decode_step_whole_head_keys(Device::cpu()), 0);
 }
 
 TEST(DecodeStep, CpuTensorsAreRefusedWithAReason) {

@@ -144,7 +144,7 @@ class Engine {
   // Decode graphs by (batch size, argmax, ids from the previous argmax); a
   // shape runs once eagerly first (first-use initialisation, e.g. GEMM
   // plans) before it is captured.
-  using GraphKey = std::tuple<int64_t, bool, bool>;
+  using GraphKey = std::tuple<int64_t, bool, bool, bool>;  // sequences, argmax, chained, persistent step
   std::map<GraphKey, DeviceGraph> graphs_;
   std::set<GraphKey> warmed_, eager_only_;  // ran once eagerly / could not be captured
   bool last_prefill_ = false;

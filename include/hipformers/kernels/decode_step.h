@@ -86,12 +86,21 @@ bool decode_step_supported(const DecodeStepArgs& args, DType dtype, std::string*
 // enqueues nothing and returns false, with the reason in `why` if given.
 bool decode_step(const DecodeStepArgs& args, std::string* why = nullptr);
 
-// HIPFORMERS_PERSISTENT_DECODE: "1" uses the persistent step where
-// supported; "require" makes a one-sequence decode step that cannot take it
-// an error that says why (tests, benchmarks); unset, "0" or anything else:
-// the per-kernel step. Off by default until it measures faster on the H200
-// (docs/PERFORMANCE.md). Read at every call.
-enum class PersistentDecode { kOff, kAuto, kRequire };
+// HIPFORMERS_PERSISTENT_DECODE: unset, "short" or anything not below: the
+// persistent step for a one-sequence decode step while its attention runs
+// as whole heads (a context of up to decode_step_whole_head_keys() tokens),
+// the per-kernel step past that (longer contexts take split attention items
+// in the persistent step, slower than the per-kernel step at 1000 tokens:
+// docs/PERFORMANCE.md); "1": the persistent step wherever supported, at any
+// length; "require": as "1", and a one-sequence decode step that cannot take
+// it is an error that says why (tests, benchmarks); "0": never. Read at
+// every call.
+enum class PersistentDecode { kOff, kShort, kAuto, kRequire };
 PersistentDecode persistent_decode_mode();
+
+// The longest context (this step's token included) whose attention the
+// persistent step runs as whole heads on `device`; 0 where it has no
+// persistent step.
+int64_t decode_step_whole_head_keys(const Device& device);
 
 }  // namespace hipformers::kernels

@@ -52,6 +52,8 @@ class StepWorkspace {
   int64_t num_seqs() const { return batch.num_seqs; }
   int64_t num_tokens() const { return batch.num_tokens; }
   int64_t logit_rows() const { return logit_rows_; }
+  // The longest sequence of the prepared step, its new tokens included.
+  int64_t longest_context() const { return longest_context_; }
 
   // Logits of the last step [logit_rows, vocab] as F32 on the host (waits).
   Tensor logits_host() const;
@@ -79,7 +81,7 @@ class StepWorkspace {
  private:
   friend class CausalLM;
   int64_t max_tokens_ = 0, max_seqs_ = 0, max_seq_len_ = 0, max_pages_per_seq_ = 0, logit_capacity_ = 0;
-  int64_t logit_rows_ = 0;
+  int64_t logit_rows_ = 0, longest_context_ = 0;
   Device device_;
 };
 

@@ -125,6 +125,11 @@ class CausalLM {
   // the same order (a decode step chained on the device: engine.h's
   // lookahead); the step must bring one token per sequence.
   void forward_step(StepWorkspace& ws, PagedKVCache& cache, bool argmax, bool ids_from_argmax = false) const;
+  // Whether forward_step will try the prepared step as one persistent kernel
+  // (kernels/decode_step.h: one sequence, one token, and the context within
+  // what HIPFORMERS_PERSISTENT_DECODE allows); a graph captured for a step
+  // replays only for steps that answer the same (the engine keys on it).
+  bool takes_persistent_step(const StepWorkspace& ws) const;
 
   struct Impl;
 

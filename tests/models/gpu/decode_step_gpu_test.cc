@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "hipformers/core/error.h"
+#include "hipformers/kernels/decode_step.h"
 #include "hipformers/models/batch_step.h"
 #include "hipformers/models/causal_lm.h"
 #include "hipformers/models/paged_kv_cache.h"
@@ -167,6 +168,37 @@ TEST(PersistentDecodeStep, WholeHeadsGiveWayToSplitsPastTheRing) {
                       .head_dim = 128, .max_positions = 512};
   // 250 + 12: 4 pages (whole heads fit the 8-stage ring), then 5 (splits)
   expect_persistent_matches(spec, "pd_whole_to_split", 250, 12);
+}
+
+// The default (HIPFORMERS_PERSISTENT_DECODE unset): the persistent step
+// while whole heads fit, then the per-kernel step, in one sequence.
+TEST(PersistentDecodeStep, DefaultGivesWayToThePerKernelStepPastWholeHeads) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  const TinySpec spec{.vocab = 1003, .hidden = 256, .intermediate = 384, .layers = 3, .heads = 8, .kv_heads = 2,
+                      .head_dim = 128, .max_positions = 512};
+  const auto dir = testing::write_tiny_model("pd_default_switch", spec, unit_scale_weights(spec, 13));
+  ModelLoadOptions options;
+  options.dtype = DType::kBF16;
+  options.device = Device::gpu(0);
+  const CausalLM model = CausalLM::from_pretrained(dir, options);
+  const int64_t whole = kernels::decode_step_whole_head_keys(model.device());
+  ASSERT_GT(whole, 8);
+  // prompt + steps cross `whole`: steps before it persistent, after it not
+  const int prompt_len = static_cast<int>(whole) - 6, steps = 12;
+  std::vector<int32_t> prompt(static_cast<std::size_t>(prompt_len));
+  for (int i = 0; i < prompt_len; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 53 + 7) % spec.vocab);
+  const auto ref = decode(model, prompt, steps, steps / 2, "0");
+  const auto fast = decode(model, prompt, steps, steps / 2, "short");
+  ASSERT_EQ(fast.next.size(), ref.next.size());
+  for (std::size_t s = 0; s < ref.next.size(); ++s) {
+    float diff = 0, scale = 0;
+    for (std::size_t i = 0; i < ref.logits[s].size(); ++i) {
+      diff = std::max(diff, std::fabs(fast.logits[s][i] - ref.logits[s][i]));
+      scale = std::max(scale, std::fabs(ref.logits[s][i]));
+    }
+    EXPECT_LE(diff, 3e-2f * scale) << "step " << s;
+    EXPECT_EQ(fast.next[s], ref.next[s]) << "greedy token of step " << s;
+  }
 }
 
 TEST(PersistentDecodeStep, LongContextMergesSplitsInChunks) {
