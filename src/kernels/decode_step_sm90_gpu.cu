@@ -172,6 +172,13 @@ struct Params {
   // fit the grid (Qwen3-0.6B on an H100: 0.850 -> 0.802 ms a step, parts 2
   // against 1; docs/PERFORMANCE.md); HIPFORMERS_PERSISTENT_HEAD_PARTS sets it.
   int head_parts;
+  // A developer switch for A/B (not yet measured; off by default), read at
+  // every launch: HIPFORMERS_PERSISTENT_ROPE_ONCE=1 computes RoPE's
+  // coefficients, which depend on the position alone, in layer 0's
+  // whole-head attention and keeps them in shared memory for the later
+  // layers, instead of loading inv_freq from memory in every layer (the
+  // profile's attention blocks waited on those loads).
+  bool rope_once;
   // The flagged exchange (the default; HIPFORMERS_PERSISTENT_EXCHANGE=counters
   // for the other; the decode_step_kernel<..., true> instantiation): the ops' outputs go out as
   // flagged words (below) instead of hidden, qkv, act and attn_out, and no
@@ -362,7 +369,8 @@ struct SmemLayout {
   static constexpr int kAttentionBytes = kBars - kHeads;
   static constexpr int kAuxBars = kBars + 2 * kStages * 8;           // u64 [2][kAuxSlots]: aux full, aux empty
   static constexpr int kAux = (kAuxBars + 2 * kAuxSlots * 8 + 15) / 16 * 16;  // bf16 [kAuxSlots][kAuxElems]
-  static constexpr int kTotal = kAux + kAuxSlots * kAuxElems * 2;
+  static constexpr int kRope = kAux + kAuxSlots * kAuxElems * 2;  // float [4][32]: RoPE's coefficients (rope_once)
+  static constexpr int kTotal = kRope + 4 * 32 * 4;
 };
 static_assert(SmemLayout::kBars % 8 == 0, "mbarriers are 8-byte aligned");
 static_assert(SmemLayout::kTotal <= 227 * 1024, "the dynamic shared memory of one block on sm_90");
@@ -1194,8 +1202,25 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   }
 
   // RoPE's coefficients first: their inv_freq loads and sin/cos overlap the
-  // wait for this step's q|k|v instead of following it
-  const RopeCoefs rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
+  // wait for this step's q|k|v instead of following it; with rope_once,
+  // layer 0's are kept in shared memory for the later layers (the same
+  // position; many block barriers lie between the write and the reads)
+  float* s_rope = reinterpret_cast<float*>(smem + SmemLayout::kRope);  // [c0, c1, s0, s1][32]
+  RopeCoefs rc;
+  if (p.rope_once && layer > 0) {
+    rc.c[0] = s_rope[lane];
+    rc.c[1] = s_rope[32 + lane];
+    rc.s[0] = s_rope[64 + lane];
+    rc.s[1] = s_rope[96 + lane];
+  } else {
+    rc = rope_coefs_regs<kPer>(p.rope, static_cast<float>(pos), lane);
+    if (p.rope_once && warp == 0) {
+      s_rope[lane] = rc.c[0];
+      s_rope[32 + lane] = rc.c[1];
+      s_rope[64 + lane] = rc.s[0];
+      s_rope[96 + lane] = rc.s[1];
+    }
+  }
   load_kv_head_group<kPer, F>(p, g, h0, group, s_heads, tags);
   consumers_sync();
   if (tid == 0) mark(kAttnQkvIn);
@@ -1983,6 +2008,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
     p.head_parts = parts;
   }
   p.jitter = flagged && env_is("HIPFORMERS_PERSISTENT_JITTER", "1");
+  p.rope_once = env_is("HIPFORMERS_PERSISTENT_ROPE_ONCE", "1");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));

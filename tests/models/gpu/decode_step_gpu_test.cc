@@ -124,6 +124,8 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
       // ignored)
       {{{"HIPFORMERS_PERSISTENT_HEAD_PARTS", "1"}}},
       {{{"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
+      // RoPE's coefficients kept from layer 0 (an A/B switch)
+      {{{"HIPFORMERS_PERSISTENT_ROPE_ONCE", "1"}}},
       {{}, true}};
   for (const Variant& variant : variants) {
     std::string label = variant.alternate ? "exchanges alternating" : "";
