@@ -119,12 +119,13 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
             no_graphs) envs="$envs HIPFORMERS_DISABLE_GRAPHS=1" ;;
             split_attn) envs="$envs HIPFORMERS_DECODE_ATTENTION=split" ;;
             l2_unbounded) envs="$envs HIPFORMERS_GEMV_L2_BYTES=0" ;;
-            # The opt-in persistent step (batch 1 only; every persistent* variant requires it, and a
-            # *_trace one prints its per-op trace at exit): without the L2 hint; the kv heads' splits
-            # merged in the attention op instead of the o projection's staging (with the counters); the
-            # ops' outputs as flagged words (the default) or through the done counters (persistent_counters);
-            # time only (outputs wrong), one kind of work
-            # left out of every op (decode_step_sm90_gpu.cu, kAblate*).
+            # The persistent step (batch 1 only) is the default up to 256 tokens of context
+            # (default+env:HIPFORMERS_PERSISTENT_DECODE=0 gives the per-kernel step); every persistent*
+            # variant requires it at any length, and a *_trace one prints its per-op trace at exit.
+            # Its variants: without the L2 hint; the kv heads' splits merged in the attention op
+            # instead of the o projection's staging (with the counters); the ops' outputs as flagged
+            # words (the default) or through the done counters (persistent_counters); time only
+            # (outputs wrong), one kind of work left out of every op (decode_step_sm90_gpu.cu, kAblate*).
             persistent_no_hint) envs="$envs HIPFORMERS_PERSISTENT_L2_HINT=0" ;;
             persistent_merge_attn*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=counters HIPFORMERS_PERSISTENT_MERGE=attention" ;;
             persistent_flagged*) envs="$envs HIPFORMERS_PERSISTENT_EXCHANGE=flagged" ;;  # (the default since 2026-12-07)
