@@ -1786,9 +1786,11 @@ void print_trace() {
   auto diff = [](unsigned long long a, unsigned long long b) {
     return static_cast<double>(static_cast<long long>(a - b));
   };
-  auto at = [&](int k, int b, int w) {  // cycles since block 0 started
-    return diff(tb[(static_cast<std::size_t>(k) * kMaxTraceBlocks + b) * 2 + w], sync[2 * b + 1]) +
-           diff(sync[2 * b], sync[0]) * per_us / 1e3;
+  auto in_frame = [&](int b, unsigned long long c) {  // block b's cycle count c, as cycles since block 0 started
+    return diff(c, sync[2 * b + 1]) + diff(sync[2 * b], sync[0]) * per_us / 1e3;
+  };
+  auto at = [&](int k, int b, int w) {  // block b's start (w 0) or end (1) of op k, the same way
+    return in_frame(b, tb[(static_cast<std::size_t>(k) * kMaxTraceBlocks + b) * 2 + w]);
   };
   double span[6] = {}, skew[6] = {}, handoff[6] = {}, mean_busy[6] = {};
   std::vector<int> last_hits(static_cast<std::size_t>(6) * G, 0);
@@ -1847,9 +1849,6 @@ void print_trace() {
   const int ab = g_trace_grid - 1, na = g_trace_attn_blocks;
   std::vector<unsigned long long> ev(static_cast<std::size_t>(kMaxLayers) * kAttnEvents);
   if (na <= 0 || ab >= kMaxTraceBlocks || !fetch(ev.data(), g_trace_attn, u64 * ev.size())) return;
-  auto in_frame = [&](int b, unsigned long long c) {  // block b's cycles, on block 0's clock
-    return diff(c, sync[2 * b + 1]) + diff(sync[2 * b], sync[0]) * per_us / 1e3;
-  };
   const char* what[] = {"q|k|v hand-off: the qkv op's last block done -> q|k|v in shared memory",
                         "  (its own wait: the attention op begins -> q|k|v in)",
                         "q/k norm + RoPE + the new key and value",

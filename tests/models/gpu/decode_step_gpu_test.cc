@@ -84,12 +84,38 @@ Run decode(const CausalLM& model, const std::vector<int32_t>& prompt, int steps,
   return run;
 }
 
-void expect_persistent_matches(const TinySpec& spec, const std::string& name, int prompt_len, int steps) {
-  const auto dir = testing::write_tiny_model(name, spec, unit_scale_weights(spec, 11));
+// A tiny model of `spec` with unit-scale random weights, in bf16 on GPU 0.
+CausalLM tiny_bf16_model(const TinySpec& spec, const std::string& name, unsigned seed) {
+  const auto dir = testing::write_tiny_model(name, spec, unit_scale_weights(spec, seed));
   ModelLoadOptions options;
   options.dtype = DType::kBF16;
   options.device = Device::gpu(0);
-  const CausalLM model = CausalLM::from_pretrained(dir, options);
+  return CausalLM::from_pretrained(dir, options);
+}
+
+// A decode run against the per-kernel step's: every logit finite and within
+// 3% of the largest |logit| of the reference, the fused argmax equal to
+// argmax() of the logits it stored (first on ties), the greedy tokens equal.
+void expect_run_matches(const Run& fast, const Run& ref, const std::string& name) {
+  ASSERT_EQ(fast.logits.size(), ref.logits.size());
+  for (std::size_t s = 0; s < fast.logits.size(); ++s) {
+    const std::vector<float>& a = fast.logits[s];
+    const std::vector<float>& b = ref.logits[s];
+    ASSERT_EQ(a.size(), b.size());
+    float diff = 0, scale = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(a[i])) << name << " step " << s << " logit " << i;
+      diff = std::max(diff, std::fabs(a[i] - b[i]));
+      scale = std::max(scale, std::fabs(b[i]));
+    }
+    EXPECT_LE(diff, 3e-2f * scale) << name << " step " << s;
+    EXPECT_EQ(fast.next[s], std::max_element(a.begin(), a.end()) - a.begin()) << name << " step " << s;
+    EXPECT_EQ(fast.next[s], ref.next[s]) << name << " greedy token of step " << s;
+  }
+}
+
+void expect_persistent_matches(const TinySpec& spec, const std::string& name, int prompt_len, int steps) {
+  const CausalLM model = tiny_bf16_model(spec, name, 11);
   std::vector<int32_t> prompt(static_cast<std::size_t>(prompt_len));
   for (int i = 0; i < prompt_len; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % spec.vocab);
 
@@ -136,22 +162,7 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
     SCOPED_TRACE(label);
     const Run fast = decode(model, prompt, steps, steps / 2, "require", variant.alternate);
     for (const auto& [variable, value] : variant.env) ::unsetenv(variable);
-    ASSERT_EQ(fast.logits.size(), ref.logits.size());
-    for (std::size_t s = 0; s < fast.logits.size(); ++s) {
-      const std::vector<float>& a = fast.logits[s];
-      const std::vector<float>& b = ref.logits[s];
-      ASSERT_EQ(a.size(), b.size());
-      float diff = 0, scale = 0;
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        ASSERT_TRUE(std::isfinite(a[i])) << name << " step " << s << " logit " << i;
-        diff = std::max(diff, std::fabs(a[i] - b[i]));
-        scale = std::max(scale, std::fabs(b[i]));
-      }
-      EXPECT_LE(diff, 3e-2f * scale) << name << " step " << s;
-      // the fused argmax is argmax() of the logits it stored (first on ties)
-      EXPECT_EQ(fast.next[s], std::max_element(a.begin(), a.end()) - a.begin()) << name << " step " << s;
-      EXPECT_EQ(fast.next[s], ref.next[s]) << name << " greedy token of step " << s;
-    }
+    expect_run_matches(fast, ref, name);
   }
 }
 
@@ -178,11 +189,7 @@ TEST(PersistentDecodeStep, DefaultGivesWayToThePerKernelStepPastWholeHeads) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   const TinySpec spec{.vocab = 1003, .hidden = 256, .intermediate = 384, .layers = 3, .heads = 8, .kv_heads = 2,
                       .head_dim = 128, .max_positions = 512};
-  const auto dir = testing::write_tiny_model("pd_default_switch", spec, unit_scale_weights(spec, 13));
-  ModelLoadOptions options;
-  options.dtype = DType::kBF16;
-  options.device = Device::gpu(0);
-  const CausalLM model = CausalLM::from_pretrained(dir, options);
+  const CausalLM model = tiny_bf16_model(spec, "pd_default_switch", 13);
   const int64_t whole = kernels::decode_step_whole_head_keys(model.device());
   ASSERT_GT(whole, 8);
   // prompt + steps cross `whole`: steps before it persistent, after it not
@@ -191,16 +198,7 @@ TEST(PersistentDecodeStep, DefaultGivesWayToThePerKernelStepPastWholeHeads) {
   for (int i = 0; i < prompt_len; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 53 + 7) % spec.vocab);
   const auto ref = decode(model, prompt, steps, steps / 2, "0");
   const auto fast = decode(model, prompt, steps, steps / 2, "short");
-  ASSERT_EQ(fast.next.size(), ref.next.size());
-  for (std::size_t s = 0; s < ref.next.size(); ++s) {
-    float diff = 0, scale = 0;
-    for (std::size_t i = 0; i < ref.logits[s].size(); ++i) {
-      diff = std::max(diff, std::fabs(fast.logits[s][i] - ref.logits[s][i]));
-      scale = std::max(scale, std::fabs(ref.logits[s][i]));
-    }
-    EXPECT_LE(diff, 3e-2f * scale) << "step " << s;
-    EXPECT_EQ(fast.next[s], ref.next[s]) << "greedy token of step " << s;
-  }
+  expect_run_matches(fast, ref, "pd_default_switch");
 }
 
 TEST(PersistentDecodeStep, LongContextMergesSplitsInChunks) {
@@ -229,11 +227,7 @@ TEST(PersistentDecodeStep, WideHiddenGivesBlocksSeveralTiles) {
 TEST(PersistentDecodeStep, RequiredButUnsupportedIsAClearError) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   TinySpec spec;  // head_dim 16: not a size the persistent step takes
-  const auto dir = testing::write_tiny_model("pd_unsupported", spec, unit_scale_weights(spec, 3));
-  ModelLoadOptions options;
-  options.dtype = DType::kBF16;
-  options.device = Device::gpu(0);
-  const CausalLM model = CausalLM::from_pretrained(dir, options);
+  const CausalLM model = tiny_bf16_model(spec, "pd_unsupported", 3);
   const std::vector<int32_t> prompt = {1, 2, 3};
   try {
     (void)decode(model, prompt, 2, 2, "require");
