@@ -27,6 +27,14 @@ OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# Programs staged compressed (scripts/stage_device_build.sh with STAGE_XZ=1, to
+# fit two builds under the carry limit) are unpacked once.
+for z in .devbuild/bin/*.xz; do
+  [ -e "$z" ] || continue
+  if command -v xz >/dev/null; then xz -d -f "$z"
+  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$z" && rm "$z"; fi
+  chmod +x "${z%.xz}"
+done
 HF=${HF:-$PWD/.devbuild/bin/hipformers}
 MODEL=/tmp/hipformers_bench_qwen3_0.6b
 [ -f "$MODEL/model.safetensors" ] || "$HF" make-model --shape qwen3-0.6b --dtype bfloat16 --output "$MODEL" >/dev/null
@@ -98,15 +106,17 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
       printf '{"Attention": {"cuda": "attention_paged_split"}}' >/tmp/hf_split_kernel.json
       for b in ${AB_BATCHES:-1 8}; do
         for vm in ${AB_VARIANTS:-default folded unfused_qkv_attn gemv_uncapped no_pdl no_graphs}; do
-          extra=""; envs=""
+          extra=""; envs=""; prog=$HF
           # A variant may carry modifiers after '+' (e.g. persistent_flagged+split): split:
           # HIPFORMERS_PERSISTENT_ATTENTION=split (attention items per page instead of whole
-          # heads); env:NAME=VALUE: any variable.
+          # heads); env:NAME=VALUE: any variable; bin:NAME: the program .devbuild/bin/NAME
+          # instead of hipformers (another build, for A/B of two builds on one machine).
           v=${vm%%+*}; mods=""; [ "$v" != "$vm" ] && mods=${vm#*+}
           for m in ${mods//+/ }; do
             case "$m" in
               split) envs="$envs HIPFORMERS_PERSISTENT_ATTENTION=split" ;;
               env:*) envs="$envs ${m#env:}" ;;
+              bin:*) prog=$PWD/.devbuild/bin/${m#bin:} ;;
             esac
           done
           case "$v" in
@@ -136,7 +146,7 @@ print("prefill %.0f tok/s, decode %.0f tok/s (%.3f ms/step), end-to-end %.0f tok
           case "$v" in persistent*_trace) envs="$envs HIPFORMERS_PERSISTENT_TRACE=1" ;; esac
           printf '%-14s batch %s prompt %s: ' "$vm" "$b" "${AB_PROMPT:-128}"
           err=/tmp/ab_err_b$b.txt
-          env $envs timeout 120 "$HF" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$err" \
+          env $envs timeout 120 "$prog" bench --model "$MODEL" --device cuda --dtype bfloat16 --batch "$b" 2>"$err" \
             --prompt-len "${AB_PROMPT:-128}" --gen-len "${AB_GEN:-128}" $extra --json | tee -a "$OUT/ab.jsonl" | python3 -c '
 import json,sys
 try:
