@@ -27,7 +27,7 @@ struct QkNormRope {
 };
 
 // The block size rms_norm() launches for a row of d values.
-inline int norm_threads_for(int64_t d) { return d >= 1024 ? 1024 : d >= 256 ? 256 : 64; }
+constexpr int norm_threads_for(int64_t d) { return d >= 1024 ? 1024 : d >= 256 ? 256 : 64; }
 
 // inv_freq: F32 [head_dim / 2] on the device (qkv_rope.h).
 inline QkNormRope qk_norm_rope_args(const Tensor& inv_freq, int64_t head_dim, double eps, float attention_scaling,
@@ -76,7 +76,10 @@ __device__ __forceinline__ RopeCoefs rope_coefs(const QkNormRope& a, float pos, 
 template <int kPer, typename T, typename Out>
 __device__ __forceinline__ void norm_rope_head_regs(const T* src, const T* w, const QkNormRope& a,
                                                     const RopeCoefs& rc, int lane, Out out) {
-  const int D = kPer * kWarp, half = D / 2, mode = a.mode, nvw = a.norm_threads / kWarp;
+  const int D = kPer * kWarp, half = D / 2, mode = a.mode;
+  // rms_norm's virtual warps for a row of D (a.norm_threads is
+  // norm_threads_for(D)), a constant: the loops unroll and k % nvw folds
+  constexpr int nvw = norm_threads_for(kPer * kWarp) / kWarp;
   float x[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) x[k] = load(src + k * kWarp + lane);
@@ -85,6 +88,7 @@ __device__ __forceinline__ void norm_rope_head_regs(const T* src, const T* w, co
 #pragma unroll
     for (int k = 0; k < kPer; ++k) nw[k] = load(w + k * kWarp + lane);
     float total = 0;
+#pragma unroll
     for (int vw = 0; vw < nvw; ++vw) {
       float sum = 0;
 #pragma unroll
