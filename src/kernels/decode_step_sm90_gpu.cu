@@ -172,12 +172,12 @@ struct Params {
   // fit the grid (Qwen3-0.6B on an H100: 0.850 -> 0.802 ms a step, parts 2
   // against 1; docs/PERFORMANCE.md); HIPFORMERS_PERSISTENT_HEAD_PARTS sets it.
   int head_parts;
-  // A developer switch for A/B (not yet measured; off by default), read at
-  // every launch: HIPFORMERS_PERSISTENT_ROPE_ONCE=1 computes RoPE's
-  // coefficients, which depend on the position alone, in layer 0's
-  // whole-head attention and keeps them in shared memory for the later
+  // RoPE's coefficients, which depend on the position alone, computed in
+  // layer 0's whole-head attention and kept in shared memory for the later
   // layers, instead of loading inv_freq from memory in every layer (the
-  // profile's attention blocks waited on those loads).
+  // profile's attention blocks waited on those loads): H100 0.756 -> 0.741 ms
+  // a step. The default; HIPFORMERS_PERSISTENT_ROPE_ONCE=0 turns it off (A/B),
+  // read at every launch.
   bool rope_once;
   // The flagged exchange (the default; HIPFORMERS_PERSISTENT_EXCHANGE=counters
   // for the other; the decode_step_kernel<..., true> instantiation): the ops' outputs go out as
@@ -1153,10 +1153,13 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
 
 // Whole-head attention (whole_heads): block whole_head_of(b) takes kv head
 // g's query heads against all its keys, the n <= stages / 2 pages of K and
-// then of V in consecutive ring stages. Warp w owns keys 32 w + [0, 32), one
-// a lane (page w / 2): its lane's score per query head reads the key's row
-// from the ring (16-byte chunks in a lane-rotated order, so the 32 rows do
-// not fall on the same banks), then the warp's own softmax: m_w = max s,
+// then of V in consecutive ring stages. Warp w owns keys 32 w + [0, 32)
+// (page w / 2). Its scores per query head: each lane holds an eighth of q's
+// dims in registers and sums them against 8 of the warp's keys, and a
+// transposed butterfly over the 8 lanes sharing a key group leaves each lane
+// one key's whole score. (One key a lane, with q re-read from shared memory
+// per key, moved three times the shared-memory bytes: H100 0.770 -> 0.752 ms
+// a step; docs/PERFORMANCE.md.) Then the warp's own softmax: m_w = max s,
 // p = e^(s - m_w) rounded to bf16, l_w = sum p, and acc_w = sum p v with
 // the lane holding kPer dims. The warps meet once in shared memory: out =
 // sum_w acc_w e^(m_w - M) / sum_w l_w e^(m_w - M), M = max_w m_w (the
@@ -1242,8 +1245,8 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     }
   }
 
-  const int page = warp / 2, wkey0 = warp * 32, key = wkey0 + lane;
-  const bool live = page < npages, visible = key < len;
+  const int page = warp / 2, wkey0 = warp * 32;
+  const bool live = page < npages;
   const int nvis = live ? min(32, len - wkey0) : 0;  // the warp's visible keys: a prefix
   const bool has_pos = live && pos >= wkey0 && pos < wkey0 + 32;  // the warp holding key pos (its last visible key)
   // key pos's row of a page that landed in stage s: this step's key (kv 0)
@@ -1263,37 +1266,70 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     wait_stage<kTrace>(full, s, ((i0 + page) / kStages) & 1, st);
     if (tid == 0) mark(kAttnKLanded);
     if (has_pos) put_pos_row(s, 0);
-    const uint4* krow = reinterpret_cast<const uint4*>(ring + s * kStageBytes) + (key % kPageKeys) * kChunks;
+    // Scores: lane (kg, sub) = (lane / 8, lane % 8) holds q's dims of sub
+    // (D / 8 of them) in registers and sums them against the warp's keys
+    // kg + 4 j, j < 8; a transposed butterfly over the 8 sub lanes then
+    // leaves it the whole score of key kg + 4 sub.
+    constexpr int kLaneChunks = kChunks / 8;  // a lane's 16-byte chunks of a key row: 2 (D 128) or 1 (D 64)
+    constexpr int kLaneDims = 8 * kLaneChunks;
+    const int sub = lane % 8, kg = lane / 8;
+    // the order a lane takes its two chunks in: the 8 lanes of a quarter-warp
+    // (one key row) then read 8 distinct 16-byte bank groups
+    const int swz = kLaneChunks == 2 ? (sub >> 2) & 1 : 0;
+    const uint4* kpage = reinterpret_cast<const uint4*>(ring + s * kStageBytes) + (wkey0 % kPageKeys) * kChunks;
     for (int gg = 0; gg < group; ++gg) {
       const float* q = s_q + gg * kMaxD;
-      float sc = 0.0f;
-      if (visible) {
-        // four partial sums (a chain a quarter as long as one sum's: the
-        // scores are on the op's critical path)
-        float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
-        for (int c = 0; c < kChunks; ++c) {
-          const int cc = (c + lane) & (kChunks - 1);  // (kChunks: 8 or 16; a mask, not a signed modulo)
-          const uint4 kv4 = krow[cc];
-          const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kv4);
-          const float4 qa = reinterpret_cast<const float4*>(q + cc * 8)[0];
-          const float4 qb = reinterpret_cast<const float4*>(q + cc * 8)[1];
-          const float2 k01 = __bfloat1622float2(k2[0]), k23 = __bfloat1622float2(k2[1]);
-          const float2 k45 = __bfloat1622float2(k2[2]), k67 = __bfloat1622float2(k2[3]);
-          s4[0] = fmaf(qa.y, k01.y, fmaf(qa.x, k01.x, s4[0]));
-          s4[1] = fmaf(qa.w, k23.y, fmaf(qa.z, k23.x, s4[1]));
-          s4[2] = fmaf(qb.y, k45.y, fmaf(qb.x, k45.x, s4[2]));
-          s4[3] = fmaf(qb.w, k67.y, fmaf(qb.z, k67.x, s4[3]));
-        }
-        sc = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+      float qs[kLaneDims];  // q's dims of sub, in the lane's chunk order
+#pragma unroll
+      for (int i = 0; i < kLaneChunks; ++i) {
+        const float4* qc = reinterpret_cast<const float4*>(q + (sub * kLaneChunks + (i ^ swz)) * 8);
+        const float4 a = qc[0], b = qc[1];
+        qs[8 * i + 0] = a.x, qs[8 * i + 1] = a.y, qs[8 * i + 2] = a.z, qs[8 * i + 3] = a.w;
+        qs[8 * i + 4] = b.x, qs[8 * i + 5] = b.y, qs[8 * i + 6] = b.z, qs[8 * i + 7] = b.w;
       }
-      const float sv = visible ? sc * p.scale : -INFINITY;
+      // partial scores of keys kg + 4 j over the lane's dims (rows past the
+      // sequence hold stale bits: their sums stay with their own keys, and
+      // are masked below); eight independent chains
+      float part_sc[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const uint4* krow = kpage + (kg + 4 * j) * kChunks + sub * kLaneChunks;
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kLaneChunks; ++i) {
+          const uint4 kv4 = krow[i ^ swz];
+          const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kv4);
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            const float2 kf = __bfloat1622float2(k2[h]);
+            acc = fmaf(qs[8 * i + 2 * h], kf.x, acc);
+            acc = fmaf(qs[8 * i + 2 * h + 1], kf.y, acc);
+          }
+        }
+        part_sc[j] = acc;
+      }
+      // the butterfly: in the xor-m round (m = 4, 2, 1) a lane keeps the half
+      // of its sums whose key bit matches its own bit m of sub, gives the
+      // other half to its partner and adds the partner's half of its own
+      const bool b2 = sub & 4, b1 = sub & 2, b0 = sub & 1;
+      float half4[4], half2[2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        half4[i] = (b2 ? part_sc[i + 4] : part_sc[i]) +
+                   __shfl_xor_sync(0xffffffffu, b2 ? part_sc[i] : part_sc[i + 4], 4);
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        half2[i] = (b1 ? half4[i + 2] : half4[i]) + __shfl_xor_sync(0xffffffffu, b1 ? half4[i] : half4[i + 2], 2);
+      const float score = (b0 ? half2[1] : half2[0]) + __shfl_xor_sync(0xffffffffu, b0 ? half2[0] : half2[1], 1);
+      const int t = kg + 4 * sub;  // the lane's key: wkey0 + t
+      const bool visible = t < nvis;
+      const float sv = visible ? score * p.scale : -INFINITY;
       // -inf when none of the warp's keys is visible (the second warp of the
       // last page): then e and l are 0 and the merge skips the warp
       const float mx = warp_max(sv);
       const float e = visible ? expf(sv - mx) : 0.0f;
       const float l = warp_sum(e);
-      s_p[gg * 32 + lane] = bf16_round(e);
+      s_p[gg * 32 + t] = bf16_round(e);
       if (lane == 0) {
         s_wm[warp * kMaxGroup + gg] = mx;
         s_wl[warp * kMaxGroup + gg] = l;
@@ -2007,7 +2043,7 @@ void decode_step_launch(const DecodeStepArgs& a) {
     p.head_parts = parts;
   }
   p.jitter = flagged && env_is("HIPFORMERS_PERSISTENT_JITTER", "1");
-  p.rope_once = env_is("HIPFORMERS_PERSISTENT_ROPE_ONCE", "1");
+  p.rope_once = !env_is("HIPFORMERS_PERSISTENT_ROPE_ONCE", "0");
   p.rope = qk_norm_rope_args(*a.inv_freq, a.head_dim, a.eps, a.rope_scaling, DType::kBF16);
   p.eps = static_cast<float>(a.eps);
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));

@@ -150,8 +150,9 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
       // ignored)
       {{{"HIPFORMERS_PERSISTENT_HEAD_PARTS", "1"}}},
       {{{"HIPFORMERS_PERSISTENT_HEAD_PARTS", "2"}, {"HIPFORMERS_PERSISTENT_JITTER", "1"}}},
-      // RoPE's coefficients kept from layer 0 (an A/B switch)
-      {{{"HIPFORMERS_PERSISTENT_ROPE_ONCE", "1"}}},
+      // RoPE's coefficients computed in every layer (the default keeps
+      // layer 0's)
+      {{{"HIPFORMERS_PERSISTENT_ROPE_ONCE", "0"}}},
       {{}, true}};
   for (const Variant& variant : variants) {
     std::string label = variant.alternate ? "exchanges alternating" : "";
