@@ -1173,7 +1173,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
                                 uint64_t* full, uint64_t* empty, const bf16* q_norm, const bf16* k_norm,
                                 GemvState& st, const Tags& tags) {
   constexpr int kChunks = 32 * kPer / 8;  // 16-byte chunks of a key row
-  static_assert((kChunks & (kChunks - 1)) == 0, "a key's chunks are taken in a lane-rotated order by mask");
+  static_assert(kChunks == 8 || kChunks == 16, "the scores' lanes take one or two chunks of a key row (D 64 or 128)");
   const int w_part = whole_head_of(p, static_cast<int>(blockIdx.x));
   if (w_part < 0) return;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
