@@ -27,14 +27,7 @@ OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-# Programs staged compressed (scripts/stage_device_build.sh with STAGE_XZ=1, to
-# fit two builds under the carry limit) are unpacked once.
-for z in .devbuild/bin/*.xz; do
-  [ -e "$z" ] || continue
-  if command -v xz >/dev/null; then xz -d -f "$z"
-  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$z" && rm "$z"; fi
-  chmod +x "${z%.xz}"
-done
+scripts/unpack_device_build.sh  # programs staged compressed (STAGE_XZ=1)
 HF=${HF:-$PWD/.devbuild/bin/hipformers}
 MODEL=/tmp/hipformers_bench_qwen3_0.6b
 [ -f "$MODEL/model.safetensors" ] || "$HF" make-model --shape qwen3-0.6b --dtype bfloat16 --output "$MODEL" >/dev/null

@@ -33,8 +33,9 @@ for lib in libutf8proc.so.2; do
   if [ -n "$p" ]; then cp -L "$p" "$DEST/lib/"; fi
 done
 strip "$DEST"/bin/* 2>/dev/null || true
-# STAGE_XZ=1: the programs compressed (a quarter of the size; bench/device_bench.sh
-# unpacks them), so two builds and a test fit one carry.
+# STAGE_XZ=1: the programs compressed (a quarter of the size;
+# scripts/unpack_device_build.sh unpacks them there), so two builds and a test
+# fit one carry.
 if [ -n "${STAGE_XZ:-}" ]; then xz -T2 -6 "$DEST"/bin/*; fi
 du -sh "$DEST"
 if [ "$(du -sm "$DEST" | cut -f1)" -gt 64 ]; then
