@@ -265,7 +265,12 @@ enum AttnEvent : int {
   kAttnEnd = kAttnVLanded + 4,  // the outputs stored
   kAttnKIssued,     // the producer issued K page 0
   kAttnVIssued,     // + page q (4): the producer issued V page q
-  kAttnEvents = kAttnVIssued + 4
+  kAttnPosScored = kAttnVIssued + 4,  // the warp holding key pos: its scores and softmax done
+  kAttnPvDone,      // warp 0's p . v done
+  kAttnPosPvDone,   // the warp holding key pos: its p . v done
+  kAttnMerge,       // the warps' barrier before the merge passed (thread 0)
+  kAttnNormed,      // warp 0's q norm + RoPE done (before the block's barrier)
+  kAttnEvents
 };
 __device__ unsigned long long g_trace_attn[kMaxLayers * kAttnEvents];
 // [b][0, 1]: block b's global timer (ns) and cycle counter, read together
@@ -1233,6 +1238,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     float* dst = task < group ? s_q + task * kMaxD : s_kv;
     norm_rope_head_regs<kPer>(src, w, p.rope, rc, lane, [&](int i, float v) { dst[i] = stored_as<bf16>(v); });
   }
+  if (tid == 0) mark(kAttnNormed);
   for (int d = tid; d < D; d += kConsumers) s_kv[kMaxD + d] = load(s_heads + (group + 1) * D + d);
   consumers_sync();
   if (tid == 0) mark(kAttnRoped);
@@ -1343,6 +1349,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   }
   __syncwarp();
   if (tid == 0) mark(kAttnScored);
+  if (has_pos && lane == 0) mark(kAttnPosScored);
   if (lane == 0)  // every warp gives back every K stage (the ring counts 8 arrivals a use)
     for (int q = 0; q < npages; ++q) mbarrier_arrive(&empty[(i0 + q) % kStages]);
   if (live) {
@@ -1377,9 +1384,12 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
     }
   }
   __syncwarp();
+  if (tid == 0) mark(kAttnPvDone);
+  if (has_pos && lane == 0) mark(kAttnPosPvDone);
   if (lane == 0)
     for (int q = 0; q < npages; ++q) mbarrier_arrive(&empty[(i0 + npages + q) % kStages]);
   consumers_sync();
+  if (tid == 0) mark(kAttnMerge);
   for (int idx = tid; idx < group * D; idx += kConsumers) {
     const int gg = idx / D, d = idx % D;
     float mx = -INFINITY;
@@ -1894,8 +1904,14 @@ void print_trace() {
                         "p . v + the warps' merge + the stores",
                         "attention hand-off: the last attention block done -> block 0's o loads returned",
                         "a V page's copy: issued -> landed (mean of the pages)",
-                        "K page 0's copy: issued -> landed"};
-  constexpr int kRows = 10;
+                        "K page 0's copy: issued -> landed",
+                        "of p . v ...: the warp holding key pos scored, after warp 0",
+                        "  warp 0's p . v done, from the later of its scores and the last V page",
+                        "  the warp holding key pos: its p . v done, after warp 0's",
+                        "  the warps' barrier passed, after the later of those two",
+                        "  the merge and the stores (the barrier passed -> done)",
+                        "of q/k norm ...: warp 0's q norm + RoPE (q|k|v in -> its norm done)"};
+  constexpr int kRows = 16;
   double sum[kRows] = {}, worst[kRows] = {};
   for (int i = 0; i < kRows; ++i) worst[i] = -1e300;
   int layers = 0;
@@ -1927,7 +1943,13 @@ void print_trace() {
         c(kAttnEnd) - std::max(c(kAttnScored), static_cast<double>(v_last)),
         loaded[ko] ? diff(loaded[ko], sync[1]) - attn_end : 0.0,
         v_copy / pages,
-        diff(e[kAttnKLanded], e[kAttnKIssued])};
+        diff(e[kAttnKLanded], e[kAttnKIssued]),
+        c(kAttnPosScored) - c(kAttnScored),
+        c(kAttnPvDone) - std::max(c(kAttnScored), static_cast<double>(v_last)),
+        c(kAttnPosPvDone) - c(kAttnPvDone),
+        c(kAttnMerge) - std::max(c(kAttnPvDone), c(kAttnPosPvDone)),
+        c(kAttnEnd) - c(kAttnMerge),
+        c(kAttnNormed) - c(kAttnQkvIn)};
     for (int i = 0; i < kRows; ++i) {
       sum[i] += us(row[i]);
       worst[i] = std::max(worst[i], us(row[i]));
