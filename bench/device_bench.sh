@@ -185,7 +185,11 @@ persistent_flagged+env:HIPFORMERS_PERSISTENT_ABLATE=16 default persistent_flagge
       echo "source page: exit $?, $(wc -l </tmp/step_sass.csv) lines"
       python3 bench/ncu_source_top.py /tmp/step_sass.csv 150 >"$OUT/step_sass_top.txt" 2>&1
       head -n 60 "$OUT/step_sass_top.txt" | cut -c1-110
-      grep -iE "stall|Warp Cycles|Executed Instructions|Issued Instructions" "$OUT/step_details.txt" | head -60 ;;
+      grep -iE "stall|Warp Cycles|Executed Instructions|Issued Instructions" "$OUT/step_details.txt" | head -60
+      # the device tool brings back a few files only: the two text summaries
+      # stay loose, the report (for ncu --import), raw page and log go in one archive
+      tar -C "$OUT" -czf "$OUT/step_profile.tgz" step.ncu-rep step_raw.csv step_ncu.log &&
+        rm -f "$OUT/step.ncu-rep" "$OUT/step_raw.csv" "$OUT/step_ncu.log" ;;
     trace)
       # One decode-graph replay traced block by block (a build configured
       # with -DHIPFORMERS_STEP_TRACE=ON, staged as HF_TRACE), summarised by
