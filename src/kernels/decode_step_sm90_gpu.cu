@@ -1898,19 +1898,19 @@ void print_trace() {
   const char* what[] = {"q|k|v hand-off: the qkv op's last block done -> q|k|v in shared memory",
                         "  (its own wait: the attention op begins -> q|k|v in)",
                         "q/k norm + RoPE + the new key and value",
+                        "  of it: warp 0's q norm + RoPE (q|k|v in -> its norm done)",
                         "  K page 0 landed, after that (<= 0: already there)",
                         "scores + softmax (warp 0, from the later of the two)",
+                        "  the warp holding key pos scored, after warp 0",
                         "  the last V page landed, after the scores (<= 0: already there)",
                         "p . v + the warps' merge + the stores",
+                        "  of it: warp 0's p . v, from the later of its scores and the last V page",
+                        "    the warp holding key pos: its p . v done, after warp 0's",
+                        "    the warps' barrier passed, after the later of those two",
+                        "    the merge and the stores (the barrier passed -> done)",
                         "attention hand-off: the last attention block done -> block 0's o loads returned",
                         "a V page's copy: issued -> landed (mean of the pages)",
-                        "K page 0's copy: issued -> landed",
-                        "of p . v ...: the warp holding key pos scored, after warp 0",
-                        "  warp 0's p . v done, from the later of its scores and the last V page",
-                        "  the warp holding key pos: its p . v done, after warp 0's",
-                        "  the warps' barrier passed, after the later of those two",
-                        "  the merge and the stores (the barrier passed -> done)",
-                        "of q/k norm ...: warp 0's q norm + RoPE (q|k|v in -> its norm done)"};
+                        "K page 0's copy: issued -> landed"};
   constexpr int kRows = 16;
   double sum[kRows] = {}, worst[kRows] = {};
   for (int i = 0; i < kRows; ++i) worst[i] = -1e300;
@@ -1937,19 +1937,19 @@ void print_trace() {
         in_frame(ab, e[kAttnQkvIn]) - qkv_end,
         c(kAttnQkvIn) - c(kAttnStart),
         c(kAttnRoped) - c(kAttnQkvIn),
+        c(kAttnNormed) - c(kAttnQkvIn),
         c(kAttnKLanded) - c(kAttnRoped),
         c(kAttnScored) - std::max(c(kAttnRoped), c(kAttnKLanded)),
+        c(kAttnPosScored) - c(kAttnScored),
         static_cast<double>(v_last) - c(kAttnScored),
         c(kAttnEnd) - std::max(c(kAttnScored), static_cast<double>(v_last)),
-        loaded[ko] ? diff(loaded[ko], sync[1]) - attn_end : 0.0,
-        v_copy / pages,
-        diff(e[kAttnKLanded], e[kAttnKIssued]),
-        c(kAttnPosScored) - c(kAttnScored),
         c(kAttnPvDone) - std::max(c(kAttnScored), static_cast<double>(v_last)),
         c(kAttnPosPvDone) - c(kAttnPvDone),
         c(kAttnMerge) - std::max(c(kAttnPvDone), c(kAttnPosPvDone)),
         c(kAttnEnd) - c(kAttnMerge),
-        c(kAttnNormed) - c(kAttnQkvIn)};
+        loaded[ko] ? diff(loaded[ko], sync[1]) - attn_end : 0.0,
+        v_copy / pages,
+        diff(e[kAttnKLanded], e[kAttnKIssued])};
     for (int i = 0; i < kRows; ++i) {
       sum[i] += us(row[i]);
       worst[i] = std::max(worst[i], us(row[i]));
