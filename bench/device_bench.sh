@@ -25,9 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
-CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-scripts/unpack_device_build.sh  # programs staged compressed (STAGE_XZ=1)
+source scripts/device_env.sh  # the staged programs unpacked, their library path
 HF=${HF:-$PWD/.devbuild/bin/hipformers}
 MODEL=/tmp/hipformers_bench_qwen3_0.6b
 [ -f "$MODEL/model.safetensors" ] || "$HF" make-model --shape qwen3-0.6b --dtype bfloat16 --output "$MODEL" >/dev/null

@@ -2,7 +2,8 @@
 # On the device machine: unpacks the programs scripts/stage_device_build.sh
 # staged compressed (STAGE_XZ=1) in .devbuild/bin, once. Every device-side
 # entry point (bench/device_bench.sh, tests/parity/device_gpu.sh) calls it
-# first, so none depends on another having run before it on that machine.
+# first, through scripts/device_env.sh, so none depends on another having
+# run before it on that machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for z in .devbuild/bin/*.xz; do

@@ -19,10 +19,7 @@ mkdir -p "$OUT"
 # One log per step, collected into $OUT/gpu_logs.tgz at the end (the device
 # tool brings back at most 8 files).
 LOG=$(mktemp -d)
-# cuBLASLt: the toolkit's copy, or the one PyTorch's nvidia-cublas wheel carries.
-CUBLAS_DIR=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="$PWD/.devbuild/lib:${CUBLAS_DIR}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-scripts/unpack_device_build.sh  # programs staged compressed (STAGE_XZ=1)
+source scripts/device_env.sh  # the staged programs unpacked, their library path
 HF=$PWD/.devbuild/bin/hipformers
 P=tests/parity
 declare -a SUMMARY=()
