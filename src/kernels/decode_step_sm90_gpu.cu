@@ -24,8 +24,10 @@
 // (rounded as rms_norm rounds: round(w * round(x / rms))) for qkv, gate|up
 // and lm_head; plain for o (attention output) and down (the SwiGLU output).
 // A tile runs on the tensor cores (tile_part_mma: mma.sync m16n8k16 with x
-// in one row of A and 8 weight rows as B, loaded by ldmatrix from the padded
-// slots); the consumer warps form tile groups that take the tiles in turn,
+// in A and 8 weight rows as B, loaded by ldmatrix from the padded slots;
+// with tile_segments, a tile of R < 8 rows fills B's 8 columns with its
+// rows' 8 / R input segments instead, A's rows holding x's segments); the
+// consumer warps form tile groups that take the tiles in turn,
 // a group's warps splitting the tile's 32-input blocks, their sums meeting
 // in shared memory. Epilogues: qkv stores; o and down
 // add into the residual stream, hidden = round(round(y) + hidden) (layer 0's
@@ -179,6 +181,20 @@ struct Params {
   // a step. The default; HIPFORMERS_PERSISTENT_ROPE_ONCE=0 turns it off (A/B),
   // read at every launch.
   bool rope_once;
+  // Whole-head attention's K and V pages asked into L2 (prefetch_l2) this
+  // many ops before their attention op, when the producer reaches that op
+  // (HIPFORMERS_PERSISTENT_KV_PREFETCH, read per launch; 0, the default:
+  // never; 6 measured within noise of off on an H100): the pages' bulk copies,
+  // issued a few stages ahead of the consumers, queue behind every SM's
+  // weight copies (~12 us from issue to landing on an H100) and the
+  // attention, on the step's critical path, waited for them.
+  int kv_prefetch;
+  // Tiles of fewer than 8 rows (o, down for Qwen3-0.6B) fill mma's 8 B
+  // columns with their rows' input segments (tile_lanes;
+  // HIPFORMERS_PERSISTENT_TILE_SEGMENTS=1, read per launch): a quarter or
+  // half the mma steps. Off by default: its first build measured slower on
+  // an H100 (0.748-0.760 ms a step against 0.729-0.739; docs/PERFORMANCE.md).
+  bool tile_segments;
   // The flagged exchange (the default; HIPFORMERS_PERSISTENT_EXCHANGE=counters
   // for the other; the decode_step_kernel<..., true> instantiation): the ops' outputs go out as
   // flagged words (below) instead of hidden, qkv, act and attn_out, and no
@@ -511,7 +527,22 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
     else bulk_copy_to_shared(dst, src, bytes, bar);
   };
   int aux_i = 0;
+  const int w_head = whole ? whole_head_of(p, b) : -1;
   for (int k = 0; k < n_ops; ++k) {
+    // this block's K and V pages of the attention kv_prefetch ops ahead
+    if (w_head >= 0 && p.kv_prefetch > 0 && lane == 0) {
+      const int ka = k + p.kv_prefetch;
+      if (ka < n_ops && op_kind(ka, p.n_layers) == kOpAttention) {
+        const Layer& L = p.layers[ka / kOpsPerLayer];
+        const int g = w_head / p.head_parts;
+        const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
+        for (int page = 0; page < nsplit; ++page) {
+          const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
+          prefetch_l2(L.k_pool + base, bytes);
+          prefetch_l2(L.v_pool + base, bytes);
+        }
+      }
+    }
     const Aux a = aux_of(p, k);
     if (a.n[0] > 0) {  // the op's norm weights, ahead of its tiles
       const int slot = aux_i % kAuxSlots, use = aux_i / kAuxSlots;
@@ -738,55 +769,102 @@ __device__ __forceinline__ void pass_stage(uint64_t* full, uint64_t* empty, int 
 // A tile on the tensor cores: D = A B + D (mma m16n8k16, bf16 in, fp32
 // sums) with B = 8 weight rows x 16 inputs (ldmatrix from the stage's
 // padded rows: the fragment mma's "col" B layout wants is row-major W) and
-// x in one row of A (row 0 or row 8, see tile_part_mma; the other rows are
-// whatever the lanes load: they reach only rows of D nothing reads). That
-// row of D, the 8 dot products, ends in lanes 0-3: lane l holds rows 2l and
-// 2l + 1 (d[0], d[1] for row 0; d[2], d[3] for row 8).
+// x in A's rows (see tile_part_mma: rows 0-7 for one 16-input step, 8-15
+// for the next). Row 0 of D, the 8 dot products, ends in lanes 0-3: lane l
+// holds rows 2l and 2l + 1 (d[0], d[1] for row 0; d[2], d[3] for row 8).
 // A scalar warp-per-row dot product spends ~25 instructions on every 512
 // bytes of weights; this spends ~5 (an ldmatrix, two mma, one x load):
 // the step was bound by instruction issue (8 consumer warps an SM, ~2 M
 // warp instructions an SM a step; docs/PERFORMANCE.md).
 // (ldmatrix_x4 and mma16816: gpu/prefill_mma.h, the prefill kernels' own)
 
-// This warp's share of a tile: the 32-input blocks j = warp, warp + warps,
-// ... of rows 0-7 (slot addresses clamped to the tile's rows: the copies of
-// rows past it are never read). The sums of rows 2l, 2l + 1 in lanes l < 4;
+// Where one lane's operands of an op's tiles lie, the same for every tile
+// of the op: worked out once per op (gemv_tiles), since a block's tiles are
+// short and many (~600 a step), and integer work per tile sits on each
+// tile's critical path.
+struct TileLanes {
+  uint32_t b_offset;  // this lane's ldmatrix row address, from the stage's start
+  int x_frag;         // this lane's first A operand (16-byte units of the staged x)
+  int sb_bytes;       // one super-block: nseg 32-input blocks (64 bytes each)
+  int nsb;            // super-blocks of a row
+  int nseg;           // segments: 8 / rows (2 <= rows < 8, dividing the blocks evenly), else 1
+};
+__device__ __forceinline__ TileLanes tile_lanes(int in, int rows, int lane, bool segments) {
+  const int n32 = in / 32, lr = __ffs(rows) - 1;  // rows: 8, 4, 2 or 1
+  const int nseg = segments && rows >= 2 && rows < 8 && (n32 & ((8 >> lr) - 1)) == 0 ? 8 >> lr : 1;
+  const int c = lane & 7;
+  const int r = nseg > 1 ? c & (rows - 1) : min(c, rows - 1), s = nseg > 1 ? c >> lr : 0;
+  TileLanes t;
+  // matrix lane / 8: inputs + 8 (lane / 8) of the row's block
+  t.b_offset = static_cast<uint32_t>(r * (in * 2 + kRowPad) + s * 64 + (lane >> 3) * 16);
+  t.x_frag = (lane & 3) + ((lane >> 2) & (nseg - 1)) * 4;
+  t.sb_bytes = nseg * 64;
+  t.nsb = n32 / nseg;
+  t.nseg = nseg;
+  return t;
+}
+
+// This warp's share of a tile: the 32-input blocks of rows 0 .. rows - 1
+// it takes (super-blocks jj = warp, warp + warps, ...). The sums of rows 2l,
+// 2l + 1 end in lanes l < rows / 2 (rows 0, 1 in lane 0 when rows == 1);
 // the warps' shares meet in shared memory.
-__device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, const bf16* x, int in, int rows, int warp,
-                                                int warps, int lane) {
-  const int slot_bytes = in * 2 + kRowPad;
-  const int r = min(lane & 7, rows - 1);
-  const uint32_t row = smem_address(stage + r * slot_bytes + (lane >> 3) * 16);  // matrix lane / 8: inputs + 8 (lane / 8)
+//
+// mma's B has 8 columns. A tile of R = 8 rows fills them; a tile of fewer
+// rows (long inputs: o, down) leaves 8 - R of them computing copies. With
+// Params::tile_segments, B's column c is row c % R over the segment s = c / R of its
+// inputs, and A's row s (and s + 8: lane group l / 4 loads A's rows l / 4
+// and l / 4 + 8) holds x's segment s: the sums wanted are D's entries
+// (s, c) with c / R == s, one segment of one row each, added up across the
+// lanes at the end. A segment is every nseg-th 32-input block (nseg = 8 / R;
+// super-block jj holds blocks nseg jj .. nseg jj + nseg - 1), not a
+// contiguous run: 16-byte row slots 64 bytes apart then fall on distinct
+// banks for R = 4 (two-way for R = 2; contiguous runs of a 1536-byte
+// multiple would be four-way). A tile's mma count, and its chain of
+// dependent mma, drops by nseg.
+__device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, const bf16* x, const TileLanes& tl,
+                                                int rows, int warp, int warps) {
+  const uint32_t row = smem_address(stage) + tl.b_offset;
   // x in A: the staged layout's vector {a0 of step 0, a0 of step 1, a2 of
   // step 0, a2 of step 1} (x_frag_index) is a whole A operand for both
-  // 16-input steps of a block: with step 0's B, row 0 of D gets x . B (rows
-  // 8-15 whatever); with step 1's B, rows 8-15 do (as a1 and a3). So step 0
-  // sums in d[0], d[1] of its accumulator, step 1 in d[2], d[3] of another.
+  // 16-input steps of a block: with step 0's B, A's rows 0-7 give x . B
+  // (rows 8-15 whatever); with step 1's B, rows 8-15 do (as a1 and a3). So
+  // step 0 sums in d[0], d[1] of its accumulator, step 1 in d[2], d[3] of
+  // another. Lane group l / 4 takes the segment (l / 4) % nseg.
   using Frag = uint32_t[4];
-  const Frag* xv = reinterpret_cast<const Frag*>(x) + (lane & 3);
-  // four accumulators, two blocks in flight: the chain of dependent mma
-  // (their latency, ~30 cycles each) is a quarter of the warp's steps long
+  const Frag* xv = reinterpret_cast<const Frag*>(x) + tl.x_frag;
+  const int sb_bytes = tl.sb_bytes, sb_frags = tl.sb_bytes / 16, nsb = tl.nsb;
+  // four accumulators, two super-blocks in flight: the chain of dependent
+  // mma (their latency, ~30 cycles each) is a quarter of the warp's steps
   float d[4][4] = {};
-  const int n32 = in / 32;
   int j = warp;
-  for (; j + warps < n32; j += 2 * warps) {
-    uint32_t b[4], c[4];
-    ldmatrix_x4(b, row + j * 64);
-    ldmatrix_x4(c, row + (j + warps) * 64);
-    const Frag &xa = xv[j * 4], &xb = xv[(j + warps) * 4];
+  for (; j + warps < nsb; j += 2 * warps) {
+    uint32_t b[4], e[4];
+    ldmatrix_x4(b, row + j * sb_bytes);
+    ldmatrix_x4(e, row + (j + warps) * sb_bytes);
+    const Frag &xa = xv[j * sb_frags], &xb = xv[(j + warps) * sb_frags];
     mma16816<bf16>(d[0], xa, b[0], b[1]);
     mma16816<bf16>(d[1], xa, b[2], b[3]);
-    mma16816<bf16>(d[2], xb, c[0], c[1]);
-    mma16816<bf16>(d[3], xb, c[2], c[3]);
+    mma16816<bf16>(d[2], xb, e[0], e[1]);
+    mma16816<bf16>(d[3], xb, e[2], e[3]);
   }
-  if (j < n32) {
+  if (j < nsb) {
     uint32_t b[4];
-    ldmatrix_x4(b, row + j * 64);
-    const Frag& xa = xv[j * 4];
+    ldmatrix_x4(b, row + j * sb_bytes);
+    const Frag& xa = xv[j * sb_frags];
     mma16816<bf16>(d[0], xa, b[0], b[1]);
     mma16816<bf16>(d[1], xa, b[2], b[3]);
   }
-  return make_float2((d[0][0] + d[1][2]) + (d[2][0] + d[3][2]), (d[0][1] + d[1][3]) + (d[2][1] + d[3][3]));
+  const float2 v = make_float2((d[0][0] + d[1][2]) + (d[2][0] + d[3][2]), (d[0][1] + d[1][3]) + (d[2][1] + d[3][3]));
+  if (tl.nseg == 1) return v;
+  // rows 2p, 2p + 1 of segment s sit in lane 4s + (s rows + 2p) / 2:
+  // lanes p < rows / 2 gather the other segments' from lane p + s (4 + rows / 2)
+  float2 sum = v;
+  const int stride = 4 + rows / 2;
+  for (int q = 1; q < tl.nseg; ++q) {
+    sum.x += __shfl_down_sync(0xffffffffu, v.x, q * stride);
+    sum.y += __shfl_down_sync(0xffffffffu, v.y, q * stride);
+  }
+  return sum;
 }
 
 // The o and down epilogues add into the residual stream. The old values a
@@ -886,6 +964,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
   const int owner = adds && gtid < R ? gtid : -1;
   // the group's tiles: t0, t0 + groups G, ...
   const int t0 = b + ((grp - st.i) & (groups - 1)) * G, step = groups * G;
+  const TileLanes tl = tile_lanes(g.in, R, lane, p.tile_segments);
   ResidualAhead<F> ra;
 #pragma unroll
   for (int q = 0; q < kAhead; ++q) ra.v[q] = residual_load<F>(p, kind, layer, embed_row, g, t0 + q * step, owner);
@@ -902,7 +981,7 @@ __device__ void gemv_tiles(const Params& p, int k, const Gemv& g, const bf16* xs
     const int valid = g.pairs ? min(half, g.out - t * half) : min(R, g.out - t * R);
     wait_stage<kTrace>(full, s, (st.i / kStages) & 1, st);
     float2 acc = make_float2(0.0f, 0.0f);
-    if (!(p.ablate & kAblateNoTileMath)) acc = tile_part_mma(ring + s * kStageBytes, xs, g.in, R, gw, wpg, lane);
+    if (!(p.ablate & kAblateNoTileMath)) acc = tile_part_mma(ring + s * kStageBytes, xs, tl, R, gw, wpg);
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[s], static_cast<uint32_t>(groups));  // the group's wpg warps count 8
     // two buffers a group: one barrier per tile
@@ -2092,6 +2171,12 @@ void decode_step_launch(const DecodeStepArgs& a) {
     return n > 0 && n < kStages ? n : 0;
   }();
   p.inflight = inflight;
+  {
+    const char* v = std::getenv("HIPFORMERS_PERSISTENT_KV_PREFETCH");
+    const int n = v && *v ? std::atoi(v) : 0;
+    p.kv_prefetch = n > 0 ? n : 0;
+  }
+  p.tile_segments = env_is("HIPFORMERS_PERSISTENT_TILE_SEGMENTS", "1");
   static const int tile_groups_log2 = [] {
     const char* v = std::getenv("HIPFORMERS_PERSISTENT_TILE_GROUPS");
     const int n = v ? std::atoi(v) : 4;

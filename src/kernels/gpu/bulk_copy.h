@@ -93,6 +93,13 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
       : "memory");
 }
 
+// Asks for `bytes` (a multiple of 16, 16-byte aligned) of global memory to
+// be brought into L2, with nothing waiting on it: a later copy of them then
+// finds them there instead of queueing at the memory controllers.
+__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
 // A load that orders every later load of this thread after it (acquire, at
 // GPU scope): what a grid-wide wait spins on.
 __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {

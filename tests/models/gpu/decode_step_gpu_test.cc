@@ -8,8 +8,9 @@
 // token comes from the previous step's argmax on the device; the splits
 // merged where HIPFORMERS_PERSISTENT_MERGE says (o staging, attention), the
 // ops' outputs exchanged as HIPFORMERS_PERSISTENT_EXCHANGE says (counters,
-// flagged words, the two alternating on one workspace), and a hidden size
-// that gives every block several o and down tiles.
+// flagged words, the two alternating on one workspace), the opt-in tile
+// segments and K/V prefetch, and a hidden size that gives every block
+// several o and down tiles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -153,6 +154,11 @@ void expect_persistent_matches(const TinySpec& spec, const std::string& name, in
       // RoPE's coefficients computed in every layer (the default keeps
       // layer 0's)
       {{{"HIPFORMERS_PERSISTENT_ROPE_ONCE", "0"}}},
+      // tiles of fewer than 8 rows as input segments (the Llama spec's
+      // down: 4 rows; the wide spec's q|k|v, gate|up, lm_head: 2), and the
+      // attention's pages asked into L2 ahead (both opt-in)
+      {{{"HIPFORMERS_PERSISTENT_TILE_SEGMENTS", "1"}}},
+      {{{"HIPFORMERS_PERSISTENT_KV_PREFETCH", "3"}, {"HIPFORMERS_PERSISTENT_TILE_SEGMENTS", "1"}}},
       {{}, true}};
   for (const Variant& variant : variants) {
     std::string label = variant.alternate ? "exchanges alternating" : "";
