@@ -483,6 +483,13 @@ __device__ __forceinline__ int whole_head_of(const Params& p, int b) {
   return w < p.kv_heads * p.head_parts ? w : -1;
 }
 
+// Where kv head g's keys of the sequence's page `page` start in a layer's
+// K or V pool (in elements): pages of kPageKeys rows of D, kv heads
+// interleaved per page.
+__device__ __forceinline__ int64_t kv_page_offset(const Params& p, int page, int g) {
+  return (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
+}
+
 // The producer warp: every lane walks the op list (uniform control flow);
 // lane 0 issues the single copies and arms the barriers, and a weight tile's
 // rows (one bulk copy each, to padded row slots) go out from lanes 0..n-1.
@@ -537,9 +544,8 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
         const int g = w_head / p.head_parts;
         const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
         for (int page = 0; page < nsplit; ++page) {
-          const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
-          prefetch_l2(L.k_pool + base, bytes);
-          prefetch_l2(L.v_pool + base, bytes);
+          prefetch_l2(L.k_pool + kv_page_offset(p, page, g), bytes);
+          prefetch_l2(L.v_pool + kv_page_offset(p, page, g), bytes);
         }
       }
     }
@@ -569,7 +575,7 @@ __device__ void produce(const Params& p, unsigned char* ring, uint64_t* full, ui
         if (kTrace && whole && whole_head_of(p, b) == 0 && (kv == 1 || page == 0) && page < 4)
           g_trace_attn[(k / kOpsPerLayer) * kAttnEvents + (kv == 0 ? kAttnKIssued : kAttnVIssued + page)] = sm_clock();
         const uint32_t bytes = static_cast<uint32_t>(kPageKeys * p.D * 2);
-        const int64_t base = (static_cast<int64_t>(p.block_table[page]) * p.kv_heads + g) * kPageKeys * p.D;
+        const int64_t base = kv_page_offset(p, page, g);
         mbarrier_arrive_expect_tx(&full[s], bytes);
         bulk_copy_to_shared(ring + s * kStageBytes, (kv == 0 ? L.k_pool : L.v_pool) + base, bytes, &full[s]);
       };
@@ -785,7 +791,6 @@ __device__ __forceinline__ void pass_stage(uint64_t* full, uint64_t* empty, int 
 struct TileLanes {
   uint32_t b_offset;  // this lane's ldmatrix row address, from the stage's start
   int x_frag;         // this lane's first A operand (16-byte units of the staged x)
-  int sb_bytes;       // one super-block: nseg 32-input blocks (64 bytes each)
   int nsb;            // super-blocks of a row
   int nseg;           // segments: 8 / rows (2 <= rows < 8, dividing the blocks evenly), else 1
 };
@@ -798,7 +803,6 @@ __device__ __forceinline__ TileLanes tile_lanes(int in, int rows, int lane, bool
   // matrix lane / 8: inputs + 8 (lane / 8) of the row's block
   t.b_offset = static_cast<uint32_t>(r * (in * 2 + kRowPad) + s * 64 + (lane >> 3) * 16);
   t.x_frag = (lane & 3) + ((lane >> 2) & (nseg - 1)) * 4;
-  t.sb_bytes = nseg * 64;
   t.nsb = n32 / nseg;
   t.nseg = nseg;
   return t;
@@ -832,7 +836,8 @@ __device__ __forceinline__ float2 tile_part_mma(const unsigned char* stage, cons
   // another. Lane group l / 4 takes the segment (l / 4) % nseg.
   using Frag = uint32_t[4];
   const Frag* xv = reinterpret_cast<const Frag*>(x) + tl.x_frag;
-  const int sb_bytes = tl.sb_bytes, sb_frags = tl.sb_bytes / 16, nsb = tl.nsb;
+  // a super-block: nseg 32-input blocks, 64 bytes (4 A operands) each
+  const int sb_bytes = tl.nseg * 64, sb_frags = tl.nseg * 4, nsb = tl.nsb;
   // four accumulators, two super-blocks in flight: the chain of dependent
   // mma (their latency, ~30 cycles each) is a quarter of the warp's steps
   float d[4][4] = {};
@@ -1130,8 +1135,7 @@ __device__ void attention_op(const Params& p, int layer, int len, unsigned char*
       for (int d = tid; d < D; d += kConsumers) s_kv[kMaxD + d] = load(s_heads + (group + 1) * D + d);
     consumers_sync();
     if (has_new) {  // the cache write: exactly one item per kv head holds pos
-      const int64_t at = (static_cast<int64_t>(p.block_table[split]) * kvh + g) * kPageKeys * D +
-                         static_cast<int64_t>(pos - key0) * D;
+      const int64_t at = kv_page_offset(p, split, g) + static_cast<int64_t>(pos - key0) * D;
       for (int d = tid; d < D; d += kConsumers) {
         store(L.k_pool + at + d, s_kv[d]);
         store(L.v_pool + at + d, s_kv[kMaxD + d]);
@@ -1322,8 +1326,7 @@ __device__ void attention_whole(const Params& p, int layer, int len, unsigned ch
   consumers_sync();
   if (tid == 0) mark(kAttnRoped);
   if (part == 0) {  // the cache write of key pos (one block per kv head)
-    const int64_t at = (static_cast<int64_t>(p.block_table[pos / kPageKeys]) * kvh + g) * kPageKeys * D +
-                       static_cast<int64_t>(pos % kPageKeys) * D;
+    const int64_t at = kv_page_offset(p, pos / kPageKeys, g) + static_cast<int64_t>(pos % kPageKeys) * D;
     for (int d = tid; d < D; d += kConsumers) {
       store(L.k_pool + at + d, s_kv[d]);
       store(L.v_pool + at + d, s_kv[kMaxD + d]);
